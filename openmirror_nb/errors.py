@@ -1,0 +1,84 @@
+"""The one exception family of openmirror_nb.
+
+Every error a user can cause is an ``OpenMirrorError`` with a one-line message that names the
+offending value and the fix. Notebooks show that line instead of a traceback
+(``_render_traceback_``), while the exception type still tells pipelines and nbmake it failed.
+This module imports nothing from the rest of the package.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class OpenMirrorError(Exception):
+    """Base class of every error raised on purpose by openmirror_nb."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class ConfigError(OpenMirrorError, ValueError):
+    """A connect target, option or argument is not valid."""
+
+
+class NotSupportedError(OpenMirrorError):
+    """The request is valid but this backend or version cannot do it yet."""
+
+
+class MissingDependencyError(OpenMirrorError, ImportError):
+    """An optional package is needed; the message says which extra installs it."""
+
+
+class StorageError(OpenMirrorError):
+    """The storage backend failed to read, write or rename a path."""
+
+
+class PathExistsError(StorageError):
+    """A no-clobber write or rename found its destination already taken."""
+
+
+class LockTimeoutError(OpenMirrorError):
+    """Another writer held the table lock for longer than the timeout."""
+
+
+class LandingZoneError(OpenMirrorError):
+    """The landing zone is not in a state this push can build on."""
+
+
+class MirrorError(OpenMirrorError):
+    """The local mirror cannot replicate a landing zone (bad path, unreadable state)."""
+
+
+class InvalidNameError(OpenMirrorError, ValueError):
+    """A table, schema or column name breaks the landing-zone naming rules."""
+
+
+class KeyColumnsError(OpenMirrorError, ValueError):
+    """Key columns are missing, null, duplicated or differ from the table's keyColumns."""
+
+
+class ChangeFeedError(OpenMirrorError, ValueError):
+    """A change feed carries operation values the chosen convention does not define."""
+
+
+class SchemaChangeError(OpenMirrorError, ValueError):
+    """The DataFrame's schema differs from the table in a way the mirror cannot absorb."""
+
+
+class UnsupportedTypeError(OpenMirrorError, ValueError):
+    """A column type cannot be written in the chosen file format."""
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """Return ``" Did you mean 'x'?"`` for the nearest choice, or an empty string."""
+    close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)
+    return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def preview(values: Iterable[object], *, limit: int = 5) -> str:
+    """Render the first few values of a collection for an error message."""
+    items = list(values)
+    shown = ", ".join(repr(v) for v in items[:limit])
+    return shown + (f" (and {len(items) - limit} more)" if len(items) > limit else "")

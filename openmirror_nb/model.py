@@ -1,0 +1,204 @@
+"""Frozen value types shared by every layer: table references, options, results.
+
+Nothing here touches storage or Spark; the landing-zone words (table folder, key columns, row
+marker, sequence number) are used exactly as the Fabric contract spells them.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Literal
+
+from openmirror_nb.errors import ConfigError, InvalidNameError
+
+FileFormat = Literal["parquet", "csv", "tsv", "psv"]
+Compression = Literal["none", "snappy", "gzip", "zstd"]
+FileDetection = Literal["SequentialFileName", "LastUpdateTimeFileDetection"]
+PushMode = Literal["snapshot", "changes"]
+Convention = Literal["rowmarker", "sys_op", "cdf", "debezium"]
+
+ROW_MARKER = "__rowMarker__"
+DEFAULT_ROWS_PER_FILE = 1_000_000
+# A table folder named "<x>.schema" at the landing-zone root is read by the service as a schema.
+_SCHEMA_SUFFIX = ".schema"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class RowMarker(IntEnum):
+    """The ``__rowMarker__`` values defined by the landing-zone contract (§4)."""
+
+    INSERT = 0
+    UPDATE = 1
+    DELETE = 2
+    UPSERT = 4
+
+
+def check_name(value: str, *, what: str) -> str:
+    """Reject names the service would ignore or misread; return the name unchanged."""
+    problem = None
+    if not value or not value.strip():
+        problem = "is empty"
+    elif value.startswith("_"):
+        problem = "starts with '_' (the service ignores underscore items)"
+    elif "/" in value or "\\" in value:
+        problem = "contains a path separator"
+    elif ".." in value:
+        problem = "contains '..'"
+    elif _CONTROL.search(value):
+        problem = "contains a control character"
+    elif value != value.strip():
+        problem = "has leading or trailing spaces"
+    elif value.lower().endswith(_SCHEMA_SUFFIX):
+        problem = "ends with '.schema' (the service would read it as a schema folder)"
+    if problem:
+        raise InvalidNameError(f"{what} name {value!r} {problem}; choose a name like 'orders'.")
+    return value
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A mirrored table: ``name`` at the landing-zone root or ``schema.name``."""
+
+    name: str
+    schema: str | None = None
+
+    @classmethod
+    def parse(cls, table: str) -> TableRef:
+        """Parse ``"name"`` or ``"schema.name"``, validating both parts."""
+        if not isinstance(table, str):
+            raise InvalidNameError(f"Table name {table!r} is not a string; pass 'name' or 'schema.name'.")
+        if "." in table and ".." not in table:
+            schema, name = table.split(".", 1)
+            return cls(name=check_name(name, what="Table"), schema=check_name(schema, what="Schema"))
+        return cls(name=check_name(table, what="Table"))
+
+    @property
+    def folder(self) -> str:
+        """The table folder relative to the landing zone (``schema.schema/name`` or ``name``)."""
+        return f"{self.schema}{_SCHEMA_SUFFIX}/{self.name}" if self.schema else self.name
+
+    @property
+    def key(self) -> str:
+        """A flat identifier safe to use as a file name (locks, journals)."""
+        return f"{self.schema}.{self.name}" if self.schema else self.name
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True)
+class DelimitedTextOptions:
+    """How delimited-text files are written; mirrored into ``FileFormatTypeProperties``.
+
+    Spark's CSV writer accepts only one-character line separators, so ``\\r\\n`` is not offered.
+    Empty strings are written quoted and NULL as the bare ``null_value`` so the two stay distinct.
+    """
+
+    row_separator: Literal["\n", "\r"] = "\n"
+    quote: str = '"'
+    escape: str = "\\"
+    null_value: str = ""
+    encoding: str = "UTF-8"
+
+
+_SEPARATORS: dict[str, str] = {"csv": ",", "tsv": "\t", "psv": "|"}
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    """Table-level settings written to ``_metadata.json`` at the first push and fixed afterwards."""
+
+    file_format: FileFormat = "parquet"
+    file_detection: FileDetection = "SequentialFileName"
+    upsert_default: bool = False
+    delimited: DelimitedTextOptions = field(default_factory=DelimitedTextOptions)
+
+    def __post_init__(self) -> None:
+        if self.file_format not in ("parquet", "csv", "tsv", "psv"):
+            raise ConfigError(
+                f"file_format {self.file_format!r} is not supported; use parquet, csv, tsv or psv."
+            )
+        if self.file_detection not in ("SequentialFileName", "LastUpdateTimeFileDetection"):
+            raise ConfigError(
+                f"file_detection {self.file_detection!r} is not supported; use "
+                "'SequentialFileName' or 'LastUpdateTimeFileDetection'."
+            )
+
+    @property
+    def is_delimited(self) -> bool:
+        return self.file_format != "parquet"
+
+    @property
+    def extension(self) -> str:
+        return self.file_format
+
+    @property
+    def column_separator(self) -> str:
+        return _SEPARATORS.get(self.file_format, ",")
+
+
+@dataclass(frozen=True)
+class PartnerInfo:
+    """What ``_partnerEvents.json`` at the landing-zone root says about the publisher."""
+
+    partner_name: str = "openmirror_nb"
+    source_type: str = "Spark"
+    source_version: str | None = None
+    additional_information: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PushResult:
+    """What one push published.
+
+    Attributes:
+        table: The table pushed, as ``name`` or ``schema.name``.
+        mode: ``snapshot`` or ``changes``.
+        sequence_numbers: The 20-digit sequence numbers of the files published, in order.
+        rows: Rows published per marker: ``initial`` for marker-free rows, else the marker names.
+        bytes: Bytes published.
+        seconds: Wall time of the push.
+        files: Landing-zone paths of the published files.
+    """
+
+    table: str
+    mode: PushMode
+    sequence_numbers: tuple[int, ...]
+    rows: dict[str, int]
+    bytes: int
+    seconds: float
+    files: tuple[str, ...] = ()
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+    def _summary(self) -> str:
+        seqs = self.sequence_numbers
+        if not seqs:
+            where = "no files (nothing changed)"
+        elif len(seqs) == 1:
+            where = f"file {seqs[0]}"
+        else:
+            where = f"files {seqs[0]}..{seqs[-1]}"
+        rows = ", ".join(f"{k} {v:,}" for k, v in self.rows.items() if v) or "0 rows"
+        return f"{self.table}: {where}; {rows}; {self.bytes:,} bytes in {self.seconds:.1f} s"
+
+    def __repr__(self) -> str:
+        return f"PushResult({self._summary()})"
+
+    def _repr_html_(self) -> str:
+        cells = "".join(
+            f"<tr><td>{html.escape(k)}</td><td style='text-align:right'>{v:,}</td></tr>"
+            for k, v in self.rows.items()
+        )
+        seqs = ", ".join(str(s) for s in self.sequence_numbers) or "none"
+        return (
+            f"<div><b>Pushed {html.escape(self.table)}</b> ({self.mode}) "
+            f"in {self.seconds:.1f} s, {self.bytes:,} bytes<br>"
+            f"Sequence numbers: {html.escape(seqs)}"
+            f"<table><tr><th>rows</th><th></th></tr>{cells}</table></div>"
+        )

@@ -1,0 +1,78 @@
+"""The narrow storage protocol every backend implements (local folder, OneLake/ADLS).
+
+Paths are ``/``-separated strings relative to the backend's root (the landing zone). The
+protocol is what the publish protocol needs and nothing more: complete-or-absent writes,
+no-clobber renames, listings with sizes and modification times, and a per-name lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One child of a listed folder."""
+
+    name: str
+    is_dir: bool
+    size: int
+    mtime: float
+
+
+class Storage(Protocol):
+    """A landing-zone store.
+
+    Attributes:
+        ATOMIC_RENAME: ``rename`` publishes a complete file in one step.
+        SPARK_WRITABLE: Spark in this process can write straight to ``uri(path)``; otherwise
+            Spark writes to a local folder and ``upload_files`` copies the parts up.
+    """
+
+    ATOMIC_RENAME: bool
+    SPARK_WRITABLE: bool
+
+    def read_bytes(self, path: str) -> bytes:
+        """Return the whole file; ``FileNotFoundError`` if absent."""
+        ...
+
+    def write_bytes(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        """Write a file completely or not at all, creating parent folders.
+
+        Without ``overwrite`` an existing file raises ``PathExistsError`` and stays untouched.
+        """
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def list_dir(self, path: str) -> list[Entry]:
+        """The direct children of a folder; an empty list if the folder is absent."""
+        ...
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move ``src`` to ``dst``, refusing with ``PathExistsError`` if ``dst`` exists."""
+        ...
+
+    def delete(self, path: str) -> None:
+        """Delete a file or a folder tree; a missing path is not an error."""
+        ...
+
+    def lock(self, name: str, *, timeout: float) -> AbstractContextManager[None]:
+        """Hold an exclusive lock called ``name`` across processes; ``LockTimeoutError`` after
+        ``timeout`` seconds."""
+        ...
+
+    def uri(self, path: str) -> str:
+        """The URI Spark uses to read or write ``path`` (``file:///...``, ``abfss://...``)."""
+        ...
+
+    def upload_files(self, pairs: list[tuple[str, str]], *, parallelism: int = 8) -> None:
+        """Copy local files (absolute paths) to storage paths, each complete or absent."""
+        ...
+
+    def walk_files(self, path: str) -> Iterator[tuple[str, Entry]]:
+        """Every file below ``path`` as (relative path, entry), depth first, sorted by name."""
+        ...

@@ -1,0 +1,144 @@
+"""A landing zone in a local folder: the embedded default and the test oracle.
+
+No-clobber publication uses ``os.link`` + ``unlink``: ``link`` fails if the destination exists,
+which is the local equivalent of ADLS ``If-None-Match: *`` on a rename. Locks are ``flock`` on
+files under ``_openmirror/locks`` (ignored by the service), released by the kernel if the
+holder dies.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from openmirror_nb.errors import LockTimeoutError, PathExistsError, StorageError
+from openmirror_nb.storage.base import Entry
+
+LOCK_FOLDER = "_openmirror/locks"
+
+
+class LocalStorage:
+    """Storage rooted at a local folder (the landing zone)."""
+
+    ATOMIC_RENAME = True
+    SPARK_WRITABLE = True
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+
+    def _path(self, path: str) -> Path:
+        full = (self.root / path).resolve() if path else self.root
+        if full != self.root and self.root not in full.parents:
+            raise StorageError(f"Path {path!r} leaves the landing zone {self.root}.")
+        return full
+
+    def read_bytes(self, path: str) -> bytes:
+        return self._path(path).read_bytes()
+
+    def write_bytes(self, path: str, data: bytes, *, overwrite: bool = False) -> None:
+        target = self._path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # The temporary name starts with "_" so the service never picks up a half-written file.
+        tmp = target.parent / f"_{target.name}.{uuid.uuid4().hex}.tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            if overwrite:
+                os.replace(tmp, target)
+            else:
+                self._link(tmp, target, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def exists(self, path: str) -> bool:
+        return self._path(path).exists()
+
+    def list_dir(self, path: str) -> list[Entry]:
+        folder = self._path(path)
+        if not folder.is_dir():
+            return []
+        entries = []
+        for child in folder.iterdir():
+            try:
+                st = child.stat()
+            except FileNotFoundError:
+                continue  # moved away while listing (the mirror cleans up concurrently)
+            is_dir = child.is_dir()
+            entries.append(Entry(child.name, is_dir, 0 if is_dir else st.st_size, st.st_mtime))
+        return sorted(entries, key=lambda e: e.name)
+
+    def rename(self, src: str, dst: str) -> None:
+        source, target = self._path(src), self._path(dst)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._link(source, target, dst)
+        source.unlink()
+
+    def _link(self, source: Path, target: Path, shown: str) -> None:
+        try:
+            os.link(source, target)
+        except FileExistsError:
+            raise PathExistsError(f"{shown!r} already exists; it was not replaced.") from None
+        except FileNotFoundError as exc:
+            raise StorageError(f"Cannot publish {shown!r}: {exc.strerror}.") from None
+
+    def delete(self, path: str, *, recursive: bool = True) -> None:
+        target = self._path(path)
+        if target.is_dir() and not target.is_symlink():
+            if not recursive:
+                try:
+                    target.rmdir()
+                except OSError:
+                    pass  # not empty: someone else is using it
+                return
+            for child in sorted(target.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+                if child.is_dir() and not child.is_symlink():
+                    child.rmdir()
+                else:
+                    child.unlink(missing_ok=True)
+            target.rmdir()
+        else:
+            target.unlink(missing_ok=True)
+
+    @contextmanager
+    def lock(self, name: str, *, timeout: float) -> Iterator[None]:
+        path = self._path(f"{LOCK_FOLDER}/{name}.lock")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + timeout
+        with open(path, "a+b") as fh:
+            while True:
+                try:
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LockTimeoutError(
+                            f"Table {name!r} is locked by another writer for more than "
+                            f"{timeout:g} s; wait for it to finish or raise lock_timeout."
+                        ) from None
+                    time.sleep(0.05)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def uri(self, path: str) -> str:
+        return self._path(path).as_uri()
+
+    def upload_files(self, pairs: list[tuple[str, str]], *, parallelism: int = 8) -> None:
+        for local, path in pairs:
+            self.write_bytes(path, Path(local).read_bytes(), overwrite=False)
+
+    def walk_files(self, path: str) -> Iterator[tuple[str, Entry]]:
+        for entry in self.list_dir(path):
+            rel = f"{path}/{entry.name}" if path else entry.name
+            if entry.is_dir:
+                yield from self.walk_files(rel)
+            else:
+                yield rel, entry

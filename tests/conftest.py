@@ -1,0 +1,41 @@
+"""Shared fixtures: one local Spark session for the whole run, landing-zone tree hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from openmirror_nb.runtime import get_spark
+
+    session = get_spark()
+    yield session
+    session.stop()
+
+
+def tree_hash(root: Path) -> str:
+    """Hash of every path and file content below ``root`` (folders included)."""
+    digest = hashlib.sha256()
+    if not root.exists():
+        return "absent"
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        digest.update(rel.encode() + b"\0")
+        if path.is_file():
+            digest.update(path.read_bytes())
+        digest.update(b"\1")
+    return digest.hexdigest()
+
+
+@pytest.fixture
+def lz_hash():
+    return tree_hash
