@@ -5,15 +5,21 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from openmirror_nb.errors import (
     ChangeFeedError,
     ConfigError,
+    InvalidNameError,
     KeyColumnsError,
     LandingZoneError,
     LockTimeoutError,
+    MirrorError,
     MissingDependencyError,
     NotSupportedError,
     OpenMirrorError,
+    PathExistsError,
     SchemaChangeError,
     StorageError,
     UnsupportedTypeError,
@@ -26,19 +32,28 @@ from openmirror_nb.model import (
     TableOptions,
 )
 
+if TYPE_CHECKING:
+    from openmirror_nb.api import MirroredDatabase, connect
+    from openmirror_nb.mirror import LocalMirror
+
 __version__ = "0.1.0"
 
 __all__ = [
     "ChangeFeedError",
     "ConfigError",
     "DelimitedTextOptions",
+    "InvalidNameError",
     "KeyColumnsError",
     "LandingZoneError",
+    "LocalMirror",
     "LockTimeoutError",
+    "MirrorError",
+    "MirroredDatabase",
     "MissingDependencyError",
     "NotSupportedError",
     "OpenMirrorError",
     "PartnerInfo",
+    "PathExistsError",
     "PushResult",
     "RowMarker",
     "SchemaChangeError",
@@ -46,4 +61,18 @@ __all__ = [
     "TableOptions",
     "UnsupportedTypeError",
     "__version__",
+    "connect",
 ]
+
+_LAZY = {
+    "connect": "openmirror_nb.api",
+    "MirroredDatabase": "openmirror_nb.api",
+    "LocalMirror": "openmirror_nb.mirror",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The API and the mirror pull in pyarrow and deltalake: load them on first use only.
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'openmirror_nb' has no attribute {name!r}")

@@ -56,8 +56,11 @@ class Storage(Protocol):
         """Move ``src`` to ``dst``, refusing with ``PathExistsError`` if ``dst`` exists."""
         ...
 
-    def delete(self, path: str) -> None:
-        """Delete a file or a folder tree; a missing path is not an error."""
+    def delete(self, path: str, *, recursive: bool = True) -> None:
+        """Delete a file or a folder tree; a missing path is not an error.
+
+        With ``recursive=False`` a folder is removed only if it is empty (else left alone).
+        """
         ...
 
     def lock(self, name: str, *, timeout: float) -> AbstractContextManager[None]:

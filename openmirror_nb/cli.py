@@ -1,0 +1,83 @@
+"""The ``openmirror`` command for scripts and scheduled jobs; each verb is a few lines over the API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from openmirror_nb.errors import OpenMirrorError
+from openmirror_nb.model import TableOptions
+
+
+def _split(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="openmirror", description=__doc__)
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    demo = verbs.add_parser("demo", help="push a sample table and a change batch, then mirror it")
+    demo.add_argument(
+        "path", nargs="?", default=None, help="local mirrored database (default: ./openmirror-db)"
+    )
+    demo.add_argument("--rows", type=int, default=10_000, help="rows in the sample table")
+
+    push = verbs.add_parser("push", help="push a Parquet file or folder to a table")
+    push.add_argument("path", help="mirrored database: folder or OneLake URL")
+    push.add_argument("--table", required=True, help="name or schema.name")
+    push.add_argument("--keys", type=_split, default=None, help="key columns, comma-separated")
+    push.add_argument("--from", dest="source", required=True, help="Parquet file or folder to read")
+    push.add_argument("--mode", choices=("snapshot", "changes"), default="snapshot")
+    push.add_argument("--op-column", default=None, help="operation column of a change feed")
+    push.add_argument("--convention", choices=("rowmarker",), default="rowmarker")
+    push.add_argument("--order-by", type=_split, default=[], help="columns ordering each key's changes")
+    push.add_argument("--format", choices=("parquet", "csv", "tsv", "psv"), default=None)
+    push.add_argument("--compression", choices=("none", "snappy", "gzip", "zstd"), default=None)
+    push.add_argument("--rows-per-file", type=int, default=1_000_000)
+    return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from openmirror_nb.demo import run_demo
+
+    for line in run_demo(args.path, rows=args.rows):
+        print(line)
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from openmirror_nb.api import connect
+    from openmirror_nb.runtime import get_spark
+
+    db = connect(args.path)
+    df = get_spark().read.parquet(args.source)
+    result = db.push(
+        df,
+        table=args.table,
+        keys=args.keys,
+        mode=args.mode,
+        op_column=args.op_column,
+        convention=args.convention,
+        order_by=args.order_by,
+        table_options=TableOptions(file_format=args.format) if args.format else None,
+        compression=args.compression,
+        rows_per_file=args.rows_per_file,
+    )
+    print(result)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``openmirror`` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return {"demo": _demo, "push": _push}[args.verb](args)
+    except OpenMirrorError as exc:
+        print(f"openmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Spark writes complete files into a staging folder, then reads back only what checks need.
+
+Validation runs on the staged files, not the source: a DataFrame backed by an expensive query is
+computed once, and key checks read just the key columns from columnar files. Nothing is
+collected to the driver except per-file counts and the first few offending keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from openmirror_nb.model import ROW_MARKER, Compression, TableOptions
+from openmirror_nb.storage.base import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+_PART = re.compile(r"^part-(\d+)-.*?-c(\d+)")
+# Parquet INT96 timestamps are deprecated; the contract wants INT64 microseconds. Dates before
+# 1582 are written in the proleptic calendar every other Parquet reader uses.
+_WRITE_CONF = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    "spark.sql.session.timeZone": "UTC",
+}
+TIMESTAMP_TEXT = "yyyy-MM-dd HH:mm:ss.SSSSSS"
+
+
+@dataclass(frozen=True)
+class StagedPart:
+    """One staged file, in publication order."""
+
+    path: str
+    rows: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class StagedStats:
+    """What the staged files hold: rows per file, rows per marker, rows with a NULL key."""
+
+    rows_by_file: dict[str, int]
+    rows_by_marker: dict[int | None, int]
+    null_key_rows: int
+
+
+@contextmanager
+def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
+    """Set SQL confs for the duration of our own jobs and put the user's values back."""
+    saved: dict[str, str | None] = {k: spark.conf.get(k, None) for k in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _text_options(options: TableOptions) -> dict[str, Any]:
+    d = options.delimited
+    return {
+        "header": True,
+        "sep": options.column_separator,
+        "quote": d.quote or "\u0000",
+        "escape": d.escape or "\u0000",
+        "nullValue": d.null_value,
+        "emptyValue": '""',
+        "encoding": d.encoding,
+        "lineSep": d.row_separator,
+        "timestampFormat": TIMESTAMP_TEXT,
+        "timestampNTZFormat": TIMESTAMP_TEXT,
+        "dateFormat": "yyyy-MM-dd",
+    }
+
+
+def write_parts(
+    df: DataFrame,
+    *,
+    uri: str,
+    options: TableOptions,
+    compression: Compression,
+    rows_per_file: int,
+) -> None:
+    """Spark writes the DataFrame as complete files under ``uri`` (one job, no collect)."""
+    writer = df.write.mode("errorifexists").option("maxRecordsPerFile", rows_per_file)
+    with session_conf(df.sparkSession, _WRITE_CONF):
+        if options.is_delimited:
+            writer.options(**_text_options(options)).csv(uri)
+        else:
+            writer.option("compression", compression).parquet(uri)
+
+
+def read_staged(spark: SparkSession, *, uri: str, schema: StructType, options: TableOptions) -> DataFrame:
+    """Read staged files back with the schema they were written with."""
+    reader = spark.read.schema(schema)
+    if options.is_delimited:
+        return reader.options(**_text_options(options)).csv(uri)
+    return reader.parquet(uri)
+
+
+def staged_stats(
+    spark: SparkSession, *, uri: str, schema: StructType, options: TableOptions, keys: tuple[str, ...]
+) -> StagedStats:
+    """One small aggregation over the key and marker columns of the staged files."""
+    from pyspark.sql import functions as F
+
+    with session_conf(spark, _WRITE_CONF):
+        staged = read_staged(spark, uri=uri, schema=schema, options=options)
+        null_key = F.lit(False)
+        for key in keys:
+            null_key = null_key | F.col(f"`{key}`").isNull()
+        marker = F.col(ROW_MARKER) if ROW_MARKER in schema.fieldNames() else F.lit(None).cast("int")
+        rows = (
+            staged.groupBy(F.col("_metadata.file_name").alias("file"), marker.alias("marker"))
+            .agg(F.count(F.lit(1)).alias("rows"), F.sum(F.when(null_key, 1).otherwise(0)).alias("nulls"))
+            .collect()
+        )
+    by_file: dict[str, int] = {}
+    by_marker: dict[int | None, int] = {}
+    nulls = 0
+    for row in rows:
+        by_file[row["file"]] = by_file.get(row["file"], 0) + row["rows"]
+        by_marker[row["marker"]] = by_marker.get(row["marker"], 0) + row["rows"]
+        nulls += row["nulls"] or 0
+    return StagedStats(by_file, by_marker, nulls)
+
+
+def duplicate_keys(
+    spark: SparkSession,
+    *,
+    uri: str,
+    schema: StructType,
+    options: TableOptions,
+    keys: tuple[str, ...],
+    limit: int = 6,
+) -> list[tuple[Any, ...]]:
+    """The first few key values that occur more than once in the staged files."""
+    from pyspark.sql import functions as F
+
+    with session_conf(spark, _WRITE_CONF):
+        staged = read_staged(spark, uri=uri, schema=schema, options=options)
+        cols = [F.col(f"`{k}`") for k in keys]
+        dupes = staged.groupBy(*cols).count().where(F.col("count") > 1).limit(limit).collect()
+    return [tuple(row[k] for k in keys) for row in dupes]
+
+
+def part_order(name: str) -> tuple[int, int, str]:
+    """Spark names parts ``part-<task>-<uuid>-c<n>``: task order, then file order within a task."""
+    match = _PART.match(name)
+    return (int(match.group(1)), int(match.group(2)), name) if match else (1 << 30, 0, name)
+
+
+def list_parts(storage: Storage, folder: str, stats: StagedStats, *, keep_empty: bool) -> list[StagedPart]:
+    """The staged data files in publication order; empty ones only if ``keep_empty`` (one kept)."""
+    parts = [
+        StagedPart(f"{folder}/{e.name}", stats.rows_by_file.get(e.name, 0), e.size)
+        for e in storage.list_dir(folder)
+        if not e.is_dir and e.name.startswith("part-")
+    ]
+    parts.sort(key=lambda p: part_order(p.path.rsplit("/", 1)[-1]))
+    with_rows = [p for p in parts if p.rows > 0]
+    if with_rows or not keep_empty:
+        return with_rows
+    return parts[:1]
+
+
+def compact(
+    spark: SparkSession,
+    *,
+    src_uri: str,
+    dst_uri: str,
+    schema: StructType,
+    options: TableOptions,
+    compression: Compression,
+    files: int,
+    rows_per_file: int,
+) -> None:
+    """Rewrite many small staged files as ``files`` larger ones, each old file kept whole."""
+    staged = read_staged(spark, uri=src_uri, schema=schema, options=options)
+    write_parts(
+        staged.coalesce(files),
+        uri=dst_uri,
+        options=options,
+        compression=compression,
+        rows_per_file=rows_per_file,
+    )

@@ -1,0 +1,63 @@
+"""What was last pushed to a table, kept in the table folder's ``_openmirror/`` (design §4).
+
+Living inside the table folder means dropping the folder drops the state with it. The state is
+committed only through the publish journal, so it never disagrees with the published files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from openmirror_nb.landing_zone import INTERNAL_FOLDER
+from openmirror_nb.storage.base import Storage
+
+STATE_VERSION = 1
+
+
+def state_path(folder: str) -> str:
+    return f"{folder}/{INTERNAL_FOLDER}/state.json"
+
+
+@dataclass(frozen=True)
+class TableState:
+    """The table as of the last committed push.
+
+    Attributes:
+        key_columns: The table's keyColumns.
+        schema: The pushed columns as Spark's schema JSON (``StructType.json()``).
+        last_sequence_number: The last sequence number this tool published.
+        pushes: How many pushes were committed.
+        snapshot: Storage path of the key + row-hash files of the last snapshot, if any.
+    """
+
+    key_columns: tuple[str, ...]
+    schema: str
+    last_sequence_number: int
+    pushes: int = 0
+    snapshot: str | None = None
+
+    def to_bytes(self) -> bytes:
+        doc: dict[str, Any] = {"version": STATE_VERSION, **asdict(self)}
+        doc["key_columns"] = list(self.key_columns)
+        return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TableState:
+        doc = json.loads(data)
+        return cls(
+            key_columns=tuple(doc["key_columns"]),
+            schema=doc["schema"],
+            last_sequence_number=int(doc["last_sequence_number"]),
+            pushes=int(doc.get("pushes", 0)),
+            snapshot=doc.get("snapshot"),
+        )
+
+
+def read_state(storage: Storage, folder: str) -> TableState | None:
+    """The committed state, or ``None`` for a table this tool has not pushed to."""
+    try:
+        return TableState.from_bytes(storage.read_bytes(state_path(folder)))
+    except FileNotFoundError:
+        return None
