@@ -21,7 +21,12 @@ def test_twenty_digit_names():
     assert data_file_name(1, "parquet") == "00000000000000000001.parquet"
     assert data_file_name(1365, "csv") == "00000000000000001365.csv"
     assert parse_sequence("00000000000000000042.parquet") == 42
-    for bad in ("42.parquet", "_00000000000000000042.parquet", "00000000000000000042", "0000000000000000004x.csv"):
+    for bad in (
+        "42.parquet",
+        "_00000000000000000042.parquet",
+        "00000000000000000042",
+        "0000000000000000004x.csv",
+    ):
         assert parse_sequence(bad) is None
     with pytest.raises(LandingZoneError):
         data_file_name(0, "parquet")
@@ -44,7 +49,11 @@ def test_last_sequence_number_spans_cleanup_folders(tmp_path):
 def test_parquet_metadata_is_minimal_and_round_trips():
     data = metadata_bytes(key_columns=("C1", "C2"), options=TableOptions())
     doc = json.loads(data)
-    assert doc == {"keyColumns": ["C1", "C2"], "fileDetectionStrategy": "SequentialFileName", "isUpsertDefaultRowMarker": False}
+    assert doc == {
+        "keyColumns": ["C1", "C2"],
+        "fileDetectionStrategy": "SequentialFileName",
+        "isUpsertDefaultRowMarker": False,
+    }
     meta = parse_metadata(data)
     assert meta.key_columns == ("C1", "C2") and meta.options == TableOptions()
 
@@ -61,22 +70,31 @@ def test_delimited_metadata_carries_the_documented_fields():
     assert doc["FileFormat"] == "DelimitedText" and doc["FileExtension"] == "tsv"
     assert doc["SchemaDefinition"] == {"Columns": [{"Name": "id", "DataType": "Int32", "IsNullable": False}]}
     props = doc["FileFormatTypeProperties"]
-    assert props["FirstRowAsHeader"] is True and props["ColumnSeparator"] == "\t" and props["NullValue"] == "N/A"
-    assert doc["fileDetectionStrategy"] == "LastUpdateTimeFileDetection" and doc["isUpsertDefaultRowMarker"] is True
+    assert (
+        props["FirstRowAsHeader"] is True and props["ColumnSeparator"] == "\t" and props["NullValue"] == "N/A"
+    )
+    assert (
+        doc["fileDetectionStrategy"] == "LastUpdateTimeFileDetection"
+        and doc["isUpsertDefaultRowMarker"] is True
+    )
     back = parse_metadata(json.dumps(doc).encode())
     assert back.options == options and back.schema_definition == columns
 
 
 def test_other_producers_spellings_are_read():
     # bc2adls writes lower-case fileFormat; the docs' delimited example writes KeyColumns.
-    meta = parse_metadata(b'\xef\xbb\xbf{"KeyColumns": ["id"], "fileFormat": "csv", "SchemaDefinition": {"Columns": []}}')
+    meta = parse_metadata(
+        b'\xef\xbb\xbf{"KeyColumns": ["id"], "fileFormat": "csv", "SchemaDefinition": {"Columns": []}}'
+    )
     assert meta.key_columns == ("id",) and meta.options.file_format == "csv"
     with pytest.raises(LandingZoneError, match="not valid JSON"):
         parse_metadata(b"{keyColumns: [id]}")
 
 
 def test_partner_events_shape():
-    doc = json.loads(partner_events_bytes(PartnerInfo(source_version="3.5.9", additional_information={"k": "v"})))
+    doc = json.loads(
+        partner_events_bytes(PartnerInfo(source_version="3.5.9", additional_information={"k": "v"}))
+    )
     assert doc == {
         "partnerName": "openmirror_nb",
         "sourceInfo": {"sourceType": "Spark", "sourceVersion": "3.5.9", "additionalInformation": {"k": "v"}},

@@ -9,7 +9,12 @@ from openmirror_nb.model import PushResult, TableOptions, TableRef, check_name
 def test_table_ref_forms():
     assert TableRef.parse("orders").folder == "orders"
     ref = TableRef.parse("sales.orders")
-    assert (ref.schema, ref.name, ref.folder, str(ref)) == ("sales", "orders", "sales.schema/orders", "sales.orders")
+    assert (ref.schema, ref.name, ref.folder, str(ref)) == (
+        "sales",
+        "orders",
+        "sales.schema/orders",
+        "sales.orders",
+    )
     assert TableRef.parse("GLEntry-17").folder == "GLEntry-17"  # hyphens and digits work in Fabric
 
 

@@ -15,7 +15,9 @@ from openmirror_nb.storage.local import LocalStorage
 FOLDER = "sales.schema/orders"
 
 
-def _journal(storage: LocalStorage, parts: list[bytes], start: int = 1, metadata: str | None = '{"keyColumns": ["id"]}'):
+def _journal(
+    storage: LocalStorage, parts: list[bytes], start: int = 1, metadata: str | None = '{"keyColumns": ["id"]}'
+):
     entries = []
     for i, data in enumerate(parts):
         path = f"_openmirror/staging/sales.orders/p1/parts/part-{i:05d}-u-c000.parquet"
@@ -77,7 +79,10 @@ def test_a_processed_file_is_not_published_twice(tmp_path):
     storage.write_bytes(journal_path("sales.orders"), journal.to_bytes(), overwrite=True)
     os.makedirs(tmp_path / FOLDER / "_ProcessedFiles")
     # crashed between link and unlink, and the mirror already moved the file away
-    os.link(tmp_path / journal.entries[0].staged, tmp_path / FOLDER / "_ProcessedFiles" / "00000000000000000001.parquet")
+    os.link(
+        tmp_path / journal.entries[0].staged,
+        tmp_path / FOLDER / "_ProcessedFiles" / "00000000000000000001.parquet",
+    )
     recover(storage, "sales.orders")
     assert "00000000000000000001.parquet" not in _names(storage)
     assert read_state(storage, FOLDER).last_sequence_number == 1

@@ -19,6 +19,7 @@ from openmirror_nb.errors import (
 from openmirror_nb.landing_zone import TableMetadata
 from openmirror_nb.model import ROW_MARKER, TableOptions
 from openmirror_nb.pipeline.changes import INVALID_MARKER
+from openmirror_nb.pipeline.normalize import TEXT_TYPE
 from openmirror_nb.pipeline.stage import StagedStats
 from openmirror_nb.state import TableState
 
@@ -136,7 +137,7 @@ def schema_definition(schema: StructType, keys: tuple[str, ...]) -> tuple[dict[s
         columns.append(
             {
                 "Name": f.name,
-                "DataType": _TEXT_TYPES.get(kind, "String"),
+                "DataType": f.metadata.get(TEXT_TYPE) or _TEXT_TYPES.get(kind, "String"),
                 "IsNullable": f.name not in keys,
             }
         )

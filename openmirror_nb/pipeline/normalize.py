@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType
 
+# Field metadata key that keeps a column's declared delimited-text type after base64 encoding.
+TEXT_TYPE = "openmirror.textType"
 _JSON_TYPES = ("struct", "array", "map", "variant")
 _REJECTED = {
     "void": "it holds only NULLs with no type; cast it, e.g. F.lit(None).cast('string')",
@@ -103,7 +105,7 @@ def normalize(df: DataFrame, *, options: TableOptions, keep: frozenset[str] = fr
             out.append(F.to_json(col).alias(name))
             changed = True
         elif options.is_delimited and kind == "binary":
-            out.append(F.base64(col).alias(name))
+            out.append(F.base64(col).alias(name, metadata={TEXT_TYPE: "ByteArray"}))
             changed = True
         elif options.is_delimited and kind == "decimal":
             raise UnsupportedTypeError(
