@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from openmirror_nb.errors import ConfigError, NotSupportedError
 from openmirror_nb.landing_zone import METADATA_FILE
@@ -63,24 +63,37 @@ class MirroredDatabase:
         table_options: TableOptions | None = None,
         compression: Compression | None = None,
         rows_per_file: int = DEFAULT_ROWS_PER_FILE,
+        update_marker: Literal[1, 4] = 4,
+        compact: bool = False,
+        strict_delete: bool = False,
     ) -> PushResult:
         """Publish a Spark DataFrame to a table of the landing zone.
 
         The first push of a table is its initial load: ``_metadata.json`` first, then marker-free
-        files numbered from 1. ``mode="changes"`` publishes a change feed with ``__rowMarker__``.
-        A rejected push leaves the landing zone untouched.
+        files numbered from 1. A later snapshot publishes only what changed since the last push
+        (inserts 0, updates ``update_marker``, deletes 2). ``mode="changes"`` publishes a change
+        feed with ``__rowMarker__``. A rejected push leaves the landing zone untouched.
 
         Args:
             df: The rows to publish (never collected to the driver).
             table: ``"name"`` or ``"schema.name"`` (folder ``schema.schema/name``).
             keys: Key columns; required on the first push, fixed afterwards.
             mode: ``"snapshot"`` (the full table) or ``"changes"`` (a change feed).
-            op_column: The change feed's operation column (default ``__rowMarker__``).
-            convention: How ``op_column`` encodes operations; ``"rowmarker"`` = 0/1/2/4.
+            op_column: The change feed's operation column (default per convention:
+                ``__rowMarker__``, ``sys_op``, ``_change_type``, ``op``).
+            convention: How ``op_column`` encodes operations: ``"rowmarker"`` (0/1/2/4),
+                ``"sys_op"`` (Prostore: 0 upsert, 1 delete; one change per key), ``"cdf"`` (Delta
+                change data feed ``_change_type``), ``"debezium"`` (c/r/u/d).
             order_by: Columns that order each key's changes (default: the DataFrame's order).
             table_options: File format, detection strategy, upsert default; fixed at first push.
             compression: Parquet compression: none, snappy (default), gzip or zstd.
             rows_per_file: Target rows per published file (Fabric lags on very large files).
+                Change feeds keep each Spark task's rows in one file so a key's changes stay together.
+            update_marker: Marker for changed rows of a snapshot diff and updates of cdf/debezium
+                feeds: 4 (upsert, default) or 1 (update).
+            compact: Keep only each key's net change of a change feed.
+            strict_delete: ``sys_op`` only: refuse the batch unless every delete carries exactly
+                the current row (checked against the table's key state).
 
         Returns:
             PushResult: sequence numbers, rows per marker, bytes and seconds.
@@ -115,6 +128,9 @@ class MirroredDatabase:
             rows_per_file=rows_per_file,
             lock_timeout=self.lock_timeout,
             partner=self.partner,
+            update_marker=update_marker,
+            compact=compact,
+            strict_delete=strict_delete,
         )
         return run_push(self.storage, df, request)
 
@@ -187,16 +203,11 @@ def connect(
     Example:
         >>> db = om.connect()
     """
+    from openmirror_nb.storage.registry import open_storage
+
     parsed = parse_target(target)
     if isinstance(parsed, LocalTarget):
-        from openmirror_nb.storage.local import LocalStorage
-
         for folder in (parsed.landing_zone, parsed.monitoring, parsed.tables):
             folder.mkdir(parents=True, exist_ok=True)
-        storage: Storage = LocalStorage(parsed.landing_zone)
-    else:
-        raise NotSupportedError(
-            f"OneLake landing zones ({parsed.https_url}) are recognised but their backend is not built yet; "
-            "use a local mirrored database for now."
-        )
+    storage = open_storage(parsed, credential=credential)
     return MirroredDatabase(target=parsed, storage=storage, partner=partner, lock_timeout=lock_timeout)

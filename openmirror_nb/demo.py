@@ -4,7 +4,7 @@ change batch, and (when the local mirror is available) replication and a read-ba
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.api import connect
 from openmirror_nb.state import read_state
@@ -78,5 +78,5 @@ def _mirror(db: object) -> Iterator[str]:
     assert isinstance(db, MirroredDatabase)
     run = LocalMirror(db.target.root if hasattr(db.target, "root") else None).run_once()
     yield f"Local mirror:  {run!r}"
-    frame = db.read_table(TABLE, as_pandas=True)
+    frame: Any = db.read_table(TABLE, as_pandas=True)
     yield f"Read back {TABLE}: {len(frame):,} rows"

@@ -71,6 +71,14 @@ class UnsupportedTypeError(OpenMirrorError, ValueError):
     """A column type cannot be written in the chosen file format."""
 
 
+class FabricRestError(OpenMirrorError):
+    """The Fabric REST API answered with an error (status, errorCode and message kept)."""
+
+    def __init__(self, message: str, *, status: int, error_code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.error_code = status, error_code
+
+
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
     """Return ``" Did you mean 'x'?"`` for the nearest choice, or an empty string."""
     close = difflib.get_close_matches(value, list(choices), n=1, cutoff=0.6)

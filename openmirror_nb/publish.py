@@ -56,6 +56,7 @@ class Journal:
     metadata: str | None = None
     partner_events: str | None = None
     entries: tuple[JournalEntry, ...] = field(default_factory=tuple)
+    obsolete: tuple[str, ...] = ()
 
     def final(self, entry: JournalEntry) -> str:
         return f"{self.folder}/{data_file_name(entry.sequence, self.extension)}"
@@ -67,6 +68,7 @@ class Journal:
     def from_bytes(cls, data: bytes) -> Journal:
         doc = json.loads(data)
         doc["entries"] = tuple(JournalEntry(**e) for e in doc["entries"])
+        doc["obsolete"] = tuple(doc.get("obsolete", ()))
         return cls(**doc)
 
 
@@ -181,4 +183,6 @@ def roll_forward(storage: Storage, journal: Journal, *, recovering: bool) -> Jou
     storage.write_bytes(state_path(journal.folder), state.encode("utf-8"), overwrite=True)
     storage.delete(journal_path(journal.table))
     storage.delete(journal.staging)
+    for folder in journal.obsolete:  # key state the new state no longer refers to
+        storage.delete(folder)
     return journal

@@ -29,18 +29,26 @@ class TableState:
         schema: The pushed columns as Spark's schema JSON (``StructType.json()``).
         last_sequence_number: The last sequence number this tool published.
         pushes: How many pushes were committed.
-        snapshot: Storage path of the key + row-hash files of the last snapshot, if any.
+        base: Key-state folder of the last snapshot push (keys + row hashes), if any.
+        deltas: Key-state folders of the change pushes since ``base``, oldest first.
     """
 
     key_columns: tuple[str, ...]
     schema: str
     last_sequence_number: int
     pushes: int = 0
-    snapshot: str | None = None
+    base: str | None = None
+    deltas: tuple[str, ...] = ()
+
+    @property
+    def key_state(self) -> list[str]:
+        """The state folders to merge, oldest first (see ``pipeline.keystate``)."""
+        return ([self.base] if self.base else []) + list(self.deltas)
 
     def to_bytes(self) -> bytes:
         doc: dict[str, Any] = {"version": STATE_VERSION, **asdict(self)}
         doc["key_columns"] = list(self.key_columns)
+        doc["deltas"] = list(self.deltas)
         return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
 
     @classmethod
@@ -51,7 +59,8 @@ class TableState:
             schema=doc["schema"],
             last_sequence_number=int(doc["last_sequence_number"]),
             pushes=int(doc.get("pushes", 0)),
-            snapshot=doc.get("snapshot"),
+            base=doc.get("base"),
+            deltas=tuple(doc.get("deltas", ())),
         )
 
 

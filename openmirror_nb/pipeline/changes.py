@@ -20,16 +20,22 @@ _ORDER = "_openmirror_order"
 _VALID = [int(m) for m in RowMarker]
 
 
-def check_op_column(df: DataFrame, op_column: str) -> None:
+# Metadata columns of a Delta change data feed: they describe the change, not the table.
+CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+DEFAULT_OP_COLUMN = {"rowmarker": ROW_MARKER, "sys_op": "sys_op", "cdf": "_change_type", "debezium": "op"}
+_NUMERIC = ("byte", "short", "integer", "long", "string", "decimal", "double", "float")
+
+
+def check_op_column(df: DataFrame, op_column: str, convention: Convention) -> None:
     if op_column not in df.columns:
         raise ChangeFeedError(
             f"Operation column {op_column!r} is not in the DataFrame (columns: {', '.join(df.columns)})."
             + did_you_mean(op_column, df.columns)
         )
     kind = df.schema[op_column].dataType.typeName()
-    if kind not in ("byte", "short", "integer", "long", "string", "decimal", "double", "float"):
+    if convention in ("rowmarker", "sys_op") and kind not in _NUMERIC:
         raise ChangeFeedError(
-            f"Operation column {op_column!r} has type {kind}; it must hold the marker numbers 0, 1, 2 or 4."
+            f"Operation column {op_column!r} has type {kind}; convention {convention!r} needs numbers."
         )
 
 
@@ -42,6 +48,52 @@ def rowmarker(op: Column) -> Column:
     return F.when(as_int.isin(*_VALID) & exact, as_int).otherwise(F.lit(INVALID_MARKER))
 
 
+def to_marker(op: Column, convention: Convention, *, update_marker: int) -> Column:
+    """Map one convention's operation values to markers; anything else is ``INVALID_MARKER``.
+
+    Inserts of the cdf and debezium conventions become upserts (4): feeds are often delivered at
+    least once, and an upsert applied twice leaves one row where an insert (0) would leave two.
+    """
+    from pyspark.sql import functions as F
+
+    upsert, delete = int(RowMarker.UPSERT), int(RowMarker.DELETE)
+    if convention == "rowmarker":
+        return rowmarker(op)
+    if convention == "sys_op":  # Prostore: 0 = insert or update, 1 = delete (contract §9)
+        value = rowmarker(op)
+        return F.when(value == 0, upsert).when(value == 1, delete).otherwise(F.lit(INVALID_MARKER))
+    text = F.lower(F.trim(op.cast("string")))
+    if convention == "cdf":
+        return (
+            F.when(text == "insert", upsert)
+            .when(text == "update_postimage", update_marker)
+            .when(text == "delete", delete)
+            .otherwise(F.lit(INVALID_MARKER))
+        )
+    if convention == "debezium":
+        return (
+            F.when(text.isin("c", "r"), upsert)
+            .when(text == "u", update_marker)
+            .when(text == "d", delete)
+            .otherwise(F.lit(INVALID_MARKER))
+        )
+    raise ConfigError(f"convention {convention!r} is not known; use rowmarker, sys_op, cdf or debezium.")
+
+
+def _cdf_key_changes(df: DataFrame, *, op_column: str, keys: tuple[str, ...]) -> DataFrame:
+    """Drop CDF preimages, except one whose key has no postimage in its commit: the update moved
+    the row to another key, so the old key is deleted (contract §4: key change = delete + insert)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    kind = F.lower(F.col(f"`{op_column}`").cast("string"))
+    by = Window.partitionBy("_commit_version", *[F.col(f"`{k}`") for k in keys])
+    has_post = F.max((kind == "update_postimage").cast("int")).over(by) == 1
+    moved = (kind == "update_preimage") & ~has_post
+    kept = df.where((kind != "update_preimage") | moved)
+    return kept.withColumn(op_column, F.when(moved, F.lit("delete")).otherwise(F.col(f"`{op_column}`")))
+
+
 def to_change_rows(
     df: DataFrame,
     *,
@@ -49,18 +101,27 @@ def to_change_rows(
     convention: Convention,
     keys: tuple[str, ...],
     order_by: tuple[str, ...],
+    update_marker: int = int(RowMarker.UPSERT),
+    compact: bool = False,
 ) -> DataFrame:
     """Map a change feed to change rows: data columns, then ``__rowMarker__`` (int) last.
 
     Rows are hash-partitioned by key and sorted by ``order_by`` (then input order) inside each
     partition, so all changes of one key land in one file, in order. Delete rows keep only
-    their keys; the other columns become typed NULLs (contract §4).
+    their keys; the other columns become typed NULLs (contract §4). With ``compact`` only each
+    key's net change is kept: its last row, as an upsert (4) or a delete (2).
     """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    if convention != "rowmarker":
-        raise ConfigError(f"convention {convention!r} is not available yet; use convention='rowmarker'.")
-    check_op_column(df, op_column)
+    check_op_column(df, op_column, convention)
+    if convention == "cdf":
+        if "_commit_version" not in df.columns:
+            raise ChangeFeedError(
+                "A cdf change feed needs its _commit_version column to keep commits in order."
+            )
+        df = _cdf_key_changes(df, op_column=op_column, keys=keys)
+        order_by = ("_commit_version", *[c for c in order_by if c != "_commit_version"])
     for col in order_by:
         if col not in df.columns:
             raise ConfigError(
@@ -69,19 +130,36 @@ def to_change_rows(
     partitions = max(1, df.rdd.getNumPartitions())
     # Input order is the tie-breaker, captured before the shuffle that would lose it.
     ordered = df.withColumn(_ORDER, F.monotonically_increasing_id())
-    marker = rowmarker(F.col(f"`{op_column}`"))
+    marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
     deleted = marker == int(RowMarker.DELETE)
+    dropped = {op_column, *(CDF_COLUMNS if convention == "cdf" else ())}
     data = [
         F.col(f"`{f.name}`")
         if f.name in keys
         else F.when(deleted, F.lit(None).cast(f.dataType)).otherwise(F.col(f"`{f.name}`")).alias(f.name)
         for f in df.schema.fields
-        if f.name != op_column
+        if f.name not in dropped
     ]
     # Sort on copies of the order columns: a delete row's non-key values are NULL in the output.
     by = [F.col(f"`{c}`").alias(f"{_ORDER}_{i}") for i, c in enumerate(order_by)]
     hidden = [f"{_ORDER}_{i}" for i in range(len(order_by))] + [_ORDER]
     shaped = ordered.select(*data, marker.alias(ROW_MARKER), *by, F.col(_ORDER))
+    if compact:
+        key_cols = [F.col(f"`{k}`") for k in keys]
+        last_first = Window.partitionBy(*key_cols).orderBy(*[F.col(h).desc() for h in hidden])
+        net = F.when(F.col(ROW_MARKER).isin(INVALID_MARKER, int(RowMarker.DELETE)), F.col(ROW_MARKER))
+        shaped = (
+            shaped.withColumn("_om_n", F.row_number().over(last_first))
+            .withColumn("_om_count", F.count(F.lit(1)).over(Window.partitionBy(*key_cols)))
+            .where(F.col("_om_n") == 1)
+            .withColumn(
+                ROW_MARKER,
+                F.when(F.col("_om_count") == 1, F.col(ROW_MARKER)).otherwise(
+                    F.coalesce(net, F.lit(int(RowMarker.UPSERT)))
+                ),
+            )
+            .drop("_om_n", "_om_count")
+        )
     return (
         shaped.repartition(partitions, *[F.col(f"`{k}`") for k in keys])
         .sortWithinPartitions(*hidden)

@@ -1,21 +1,22 @@
-"""One push, end to end: shape -> stage -> check -> lock -> recover -> journal -> publish.
+"""One push, end to end: shape -> stage and check -> lock -> recover -> journal -> publish.
 
-Everything that can reject the push runs before the table lock is taken and before anything
-visible is written; a rejected push removes its staging folder, so the landing zone is left
-byte-for-byte as it was.
+Everything that can reject a push runs before anything visible is written; a rejected push
+removes what it staged, so the landing zone is left byte-for-byte as it was. Pushes to a table
+that already has state hold the table lock from the start, so a snapshot diff is computed
+against the state it will replace.
 """
 
 from __future__ import annotations
 
-import math
 import shutil
 import tempfile
 import time
 import uuid
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb.errors import ConfigError, NotSupportedError
+from openmirror_nb.errors import ConfigError
 from openmirror_nb.landing_zone import (
     last_sequence_number,
     metadata_bytes,
@@ -33,20 +34,20 @@ from openmirror_nb.model import (
     TableOptions,
     TableRef,
 )
-from openmirror_nb.pipeline import checks, stage
-from openmirror_nb.pipeline.changes import INVALID_MARKER, rowmarker, to_change_rows
+from openmirror_nb.pipeline import checks, flows, stage
+from openmirror_nb.pipeline.changes import DEFAULT_OP_COLUMN, INVALID_MARKER, to_change_rows, to_marker
 from openmirror_nb.pipeline.normalize import check_columns, check_keys, normalize
 from openmirror_nb.publish import Journal, JournalEntry, crash_point, next_sequence_number, publish, recover
 from openmirror_nb.publish import staging_folder as staging_path
 from openmirror_nb.state import TableState, read_state
 from openmirror_nb.storage.base import Storage
-from openmirror_nb.storage.local import LocalStorage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 _MARKER_LABELS: dict[int, str] = {int(m): m.name.lower() for m in RowMarker}
 _COMPRESSIONS = ("none", "snappy", "gzip", "zstd")
+STATE_FOLDER = "_openmirror/snapshots"
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,13 @@ class PushRequest:
     rows_per_file: int
     lock_timeout: float
     partner: PartnerInfo
+    update_marker: int = int(RowMarker.UPSERT)
+    compact: bool = False
+    strict_delete: bool = False
+
+    @property
+    def op(self) -> str:
+        return self.op_column or DEFAULT_OP_COLUMN[self.convention]
 
 
 def _compression(request: PushRequest, options: TableOptions) -> Compression:
@@ -86,76 +94,102 @@ def _shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: 
         check_columns(df)
         check_keys(df, keys)
         return normalize(df, options=options)
-    op = request.op_column or ROW_MARKER
-    check_columns(df, reserved_ok=frozenset({op}))
+    check_columns(df, reserved_ok=frozenset({request.op}))
     check_keys(df, keys)
-    shaped = normalize(df, options=options, keep=frozenset({op}))
+    shaped = normalize(df, options=options, keep=frozenset({request.op}))
     return to_change_rows(
-        shaped, op_column=op, convention=request.convention, keys=keys, order_by=request.order_by
+        shaped,
+        op_column=request.op,
+        convention=request.convention,
+        keys=keys,
+        order_by=request.order_by,
+        update_marker=request.update_marker,
+        compact=request.compact,
     )
 
 
 def _invalid_ops(df: DataFrame, request: PushRequest) -> list[Any]:
     from pyspark.sql import functions as F
 
-    op = F.col(f"`{request.op_column or ROW_MARKER}`")
-    rows = df.where(rowmarker(op) == INVALID_MARKER).select(op.alias("op")).distinct().limit(6).collect()
+    op = F.col(f"`{request.op}`")
+    marker = to_marker(op, request.convention, update_marker=request.update_marker)
+    rows = df.where(marker == INVALID_MARKER).select(op.alias("op")).distinct().limit(6).collect()
     return [r["op"] for r in rows]
 
 
-@dataclass(frozen=True)
-class _Staged:
-    """Checked staged files, ready to publish: where they are and what they hold."""
-
-    folder: str
-    stats: stage.StagedStats
+class _Stale(Exception):
+    """Another push committed between our staging and our lock: stage again under the lock."""
 
 
 def run_push(storage: Storage, df: DataFrame, request: PushRequest) -> PushResult:
     """Push one DataFrame to one table (see ``MirroredDatabase.push``)."""
     started = time.monotonic()
-    ref, name = request.table, str(request.table)
     if request.rows_per_file < 1:
         raise ConfigError(f"rows_per_file {request.rows_per_file} must be at least 1.")
-    meta = read_metadata(storage, ref.folder)
-    options = checks.resolve_options(request.table_options, meta, name)
-    compression = _compression(request, options)
-    keys = checks.resolve_keys(request.keys, meta, name)
-    state = read_state(storage, ref.folder)
-    if request.mode == "snapshot" and (state is not None or last_sequence_number(storage, ref.folder)):
-        raise NotSupportedError(
-            f"Table {name!r} already has data; pushing a later snapshot needs the snapshot diff, which is "
-            "not built yet. Push the changes with mode='changes' instead."
-        )
-    shaped = _shape(df, request, keys, options)
-    checks.check_against_state(shaped.schema, state, options, name)
-
-    push_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    staging = staging_path(ref.key, push_id)
-    fresh = [p for p in _internal_parents(ref.key) if not storage.exists(p)]
-    journaled = False
+    if request.update_marker not in (int(RowMarker.UPDATE), int(RowMarker.UPSERT)):
+        raise ConfigError(f"update_marker {request.update_marker} must be 1 (update) or 4 (upsert).")
+    if request.strict_delete and request.convention != "sys_op":
+        raise ConfigError("strict_delete is Prostore's rule; use it with convention='sys_op'.")
+    locked = read_state(storage, request.table.folder) is not None
     try:
-        staged = _stage(
-            storage, df, shaped, request, staging=staging, keys=keys, options=options, compression=compression
+        return _attempt(storage, df, request, started=started, locked=locked)
+    except _Stale:
+        return _attempt(storage, df, request, started=started, locked=True)
+
+
+def _attempt(
+    storage: Storage, df: DataFrame, request: PushRequest, *, started: float, locked: bool
+) -> PushResult:
+    ref, name = request.table, str(request.table)
+    lock: AbstractContextManager[None] = (
+        storage.lock(ref.key, timeout=request.lock_timeout) if locked else nullcontext()
+    )
+    with lock:
+        if locked:
+            recover(storage, ref.key)
+        meta = read_metadata(storage, ref.folder)
+        options = checks.resolve_options(request.table_options, meta, name)
+        keys = checks.resolve_keys(request.keys, meta, name)
+        state = read_state(storage, ref.folder)
+        shaped = _shape(df, request, keys, options)
+        checks.check_against_state(shaped.schema, state, options, name)
+        push_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        ctx = flows.StageContext(
+            storage=storage,
+            spark=shaped.sparkSession,
+            staging=staging_path(ref.key, push_id),
+            state_dir=f"{STATE_FOLDER}/{ref.key}/{push_id}",
+            options=options,
+            compression=_compression(request, options),
+            rows_per_file=request.rows_per_file,
+            keys=keys,
+            table=name,
+            local_dir=None if storage.SPARK_WRITABLE else tempfile.mkdtemp(prefix="openmirror-"),
         )
-        crash_point("after_staging")
-        with storage.lock(ref.key, timeout=request.lock_timeout):
-            journal, size = _decide(
-                storage, shaped, request, staged, push_id=push_id, staging=staging, keys=keys, options=options
-            )
-            journaled = True
-            done = publish(storage, journal)
-    except BaseException:
-        if not journaled:
-            storage.delete(staging)
-            for path in reversed(fresh):
-                storage.delete(path, recursive=False)
-        raise
+        fresh = [p for p in _internal_parents(ref.key) if not storage.exists(p)]
+        journaled = False
+        try:
+            staged = _stage(ctx, df, shaped, request, state)
+            crash_point("after_staging")
+            with nullcontext() if locked else storage.lock(ref.key, timeout=request.lock_timeout):
+                journal, size = _decide(ctx, shaped, request, staged, push_id=push_id, staged_against=state)
+                journaled = True
+                done = publish(storage, journal)
+        except BaseException:
+            if not journaled:
+                storage.delete(ctx.staging)
+                storage.delete(ctx.state_dir)
+                for path in reversed(fresh):
+                    storage.delete(path, recursive=False)
+            raise
+        finally:
+            if ctx.local_dir is not None:
+                shutil.rmtree(ctx.local_dir, ignore_errors=True)
     return PushResult(
         table=name,
         mode=request.mode,
         sequence_numbers=tuple(e.sequence for e in done.entries),
-        rows=_rows(staged.stats, request.mode),
+        rows=_rows(staged.stats, request.mode, first=state is None),
         bytes=size,
         seconds=time.monotonic() - started,
         files=tuple(done.final(e) for e in done.entries),
@@ -163,136 +197,97 @@ def run_push(storage: Storage, df: DataFrame, request: PushRequest) -> PushResul
 
 
 def _internal_parents(key: str) -> tuple[str, ...]:
-    return ("_openmirror", "_openmirror/staging", f"_openmirror/staging/{key}")
+    return (
+        "_openmirror",
+        "_openmirror/staging",
+        f"_openmirror/staging/{key}",
+        STATE_FOLDER,
+        f"{STATE_FOLDER}/{key}",
+    )
 
 
 def _stage(
-    storage: Storage,
-    df: DataFrame,
-    shaped: DataFrame,
-    request: PushRequest,
-    *,
-    staging: str,
-    keys: tuple[str, ...],
-    options: TableOptions,
-    compression: Compression,
-) -> _Staged:
-    """Write, check and (if too fragmented) compact the staged files; upload them if needed."""
-    local_dir = None if storage.SPARK_WRITABLE else tempfile.mkdtemp(prefix="openmirror-")
-    try:
+    ctx: flows.StageContext, df: DataFrame, shaped: DataFrame, request: PushRequest, state: TableState | None
+) -> flows.Staged:
+    if request.mode == "snapshot":
+        if state is None:
+            return flows.stage_initial(ctx, shaped)
+        return flows.stage_diff(ctx, shaped, prior=state.key_state, update_marker=request.update_marker)
+    if request.strict_delete:
+        from pyspark.sql import functions as F
 
-        def uri(sub: str) -> str:
-            return storage.uri(f"{staging}/{sub}") if local_dir is None else f"file://{local_dir}/{sub}"
-
-        kw: dict[str, Any] = {"schema": shaped.schema, "options": options}
-        stage.write_parts(
-            shaped,
-            uri=uri("parts"),
-            options=options,
-            compression=compression,
-            rows_per_file=request.rows_per_file,
+        deletes = normalize(df, options=ctx.options, keep=frozenset({request.op})).where(
+            to_marker(F.col(f"`{request.op}`"), "sys_op", update_marker=4) == int(RowMarker.DELETE)
         )
-        spark = shaped.sparkSession
-        stats = stage.staged_stats(spark, uri=uri("parts"), keys=keys, **kw)
-        invalid = _invalid_ops(df, request) if stats.rows_by_marker.get(INVALID_MARKER) else []
-        checks.check_stats(stats, keys=keys, table=str(request.table), invalid_values=invalid)
-        if request.mode == "snapshot":
-            dupes = stage.duplicate_keys(spark, uri=uri("parts"), keys=keys, **kw)
-            if dupes:
-                raise checks.duplicate_error(dupes, keys=keys, table=str(request.table))
-        sub = "parts"
-        files = max(1, math.ceil(sum(stats.rows_by_file.values()) / request.rows_per_file))
-        if _fragmented(stats, files=files, rows_per_file=request.rows_per_file):
-            stage.compact(
-                spark,
-                src_uri=uri("parts"),
-                dst_uri=uri("compact"),
-                compression=compression,
-                files=files,
-                rows_per_file=request.rows_per_file,
-                **kw,
-            )
-            sub = "compact"
-            stats = stage.staged_stats(spark, uri=uri(sub), keys=keys, **kw)
-        if local_dir is not None:
-            local = LocalStorage(local_dir)
-            parts = stage.list_parts(local, sub, stats, keep_empty=True)
-            storage.upload_files([(str(local.root / p.path), f"{staging}/{p.path}") for p in parts])
-        return _Staged(f"{staging}/{sub}", stats)
-    finally:
-        if local_dir is not None:
-            shutil.rmtree(local_dir, ignore_errors=True)
-
-
-def _fragmented(stats: stage.StagedStats, *, files: int, rows_per_file: int) -> bool:
-    """Many small parts (a shuffled or over-partitioned source) make the service lag.
-
-    Merging keeps every part whole and in order, and parts this small are never split by the
-    reader, so a key's changes (all in one part, design §4) stay in order.
-    """
-    names = list(stats.rows_by_file)
-    if len(names) <= files:
-        return False
-    whole = all(stage.part_order(n)[1] == 0 for n in names)
-    return whole and sum(stats.rows_by_file.values()) / len(names) < rows_per_file / 4
+        flows.check_strict_deletes(ctx, deletes.drop(request.op), prior=state.key_state if state else [])
+    return flows.stage_changes(
+        ctx,
+        shaped,
+        unique_keys=request.convention == "sys_op",
+        invalid_values=lambda: _invalid_ops(df, request),
+    )
 
 
 def _decide(
-    storage: Storage,
+    ctx: flows.StageContext,
     shaped: DataFrame,
     request: PushRequest,
-    staged: _Staged,
+    staged: flows.Staged,
     *,
     push_id: str,
-    staging: str,
-    keys: tuple[str, ...],
-    options: TableOptions,
+    staged_against: TableState | None,
 ) -> tuple[Journal, int]:
     """Under the table lock: finish any interrupted push, re-check, assign sequence numbers."""
-    ref, name = request.table, str(request.table)
+    storage, ref, name = ctx.storage, request.table, str(request.table)
     recover(storage, ref.key)
     meta = read_metadata(storage, ref.folder)
-    checks.resolve_keys(keys, meta, name)
+    checks.resolve_keys(ctx.keys, meta, name)
     state = read_state(storage, ref.folder)
-    first = meta is None or (state is None and last_sequence_number(storage, ref.folder) == 0)
-    if request.mode == "snapshot" and not first:
-        raise NotSupportedError(f"Table {name!r} received data while this push was staging; push again.")
-    checks.check_against_state(shaped.schema, state, options, name)
-    parts = _parts(storage, staged, keep_empty=first)
+    if state != staged_against:
+        raise _Stale()
+    first = state is None and last_sequence_number(storage, ref.folder) == 0
+    parts = stage.list_parts(storage, staged.folder, staged.stats, keep_empty=first)
     start = next_sequence_number(storage, ref.folder, floor=state.last_sequence_number if state else 0)
     data_schema = type(shaped.schema)([f for f in shaped.schema.fields if f.name != ROW_MARKER])
+    base: str | None = ctx.state_dir
+    deltas: tuple[str, ...] = ()
+    obsolete: tuple[str, ...] = tuple(state.key_state) if state else ()
+    if request.mode == "changes":  # a change push adds a delta on top of the current state
+        base, obsolete = (state.base if state else None), ()
+        deltas = (*(state.deltas if state else ()), ctx.state_dir)
     new_state = TableState(
-        key_columns=keys,
+        key_columns=ctx.keys,
         schema=data_schema.json(),
         last_sequence_number=state.last_sequence_number if state else 0,
         pushes=(state.pushes if state else 0) + 1,
+        base=base,
+        deltas=deltas,
     )
-    definition = checks.schema_definition(data_schema, keys) if options.is_delimited else ()
+    definition = checks.schema_definition(data_schema, ctx.keys) if ctx.options.is_delimited else ()
     metadata = (
-        None if meta else metadata_bytes(key_columns=keys, options=options, schema_definition=definition)
+        None
+        if meta
+        else metadata_bytes(key_columns=ctx.keys, options=ctx.options, schema_definition=definition)
     )
     partner = _partner(request.partner, shaped.sparkSession.version)
     journal = Journal(
         push_id=push_id,
         table=ref.key,
         folder=ref.folder,
-        extension=options.extension,
-        file_detection=options.file_detection,
-        staging=staging,
+        extension=ctx.options.extension,
+        file_detection=ctx.options.file_detection,
+        staging=ctx.staging,
         state=new_state.to_bytes().decode("utf-8"),
         metadata=metadata.decode("utf-8") if metadata else None,
         partner_events=partner_events_bytes(partner).decode("utf-8"),
         entries=tuple(JournalEntry(p.path, start + i) for i, p in enumerate(parts)),
+        obsolete=obsolete,
     )
     return journal, sum(p.bytes for p in parts)
 
 
-def _parts(storage: Storage, staged: _Staged, *, keep_empty: bool) -> list[stage.StagedPart]:
-    return stage.list_parts(storage, staged.folder, staged.stats, keep_empty=keep_empty)
-
-
-def _rows(stats: stage.StagedStats, mode: PushMode) -> dict[str, int]:
-    if mode == "snapshot":
+def _rows(stats: stage.StagedStats, mode: PushMode, *, first: bool) -> dict[str, int]:
+    if mode == "snapshot" and first:
         return {"initial": sum(stats.rows_by_marker.values())}
     ordered = sorted((m, n) for m, n in stats.rows_by_marker.items() if m is not None)
     return {_MARKER_LABELS.get(m, str(m)): n for m, n in ordered}

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-_PART = re.compile(r"^part-(\d+)-.*?-c(\d+)")
+# part-<task>-<uuid>-c<file>.<ext>; the uuid itself can hold "-c<digits>", so match it exactly.
+PART_NAME = r"^part-(\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-c(\d+)"
+_PART = re.compile(PART_NAME)
 # Parquet INT96 timestamps are deprecated; the contract wants INT64 microseconds. Dates before
 # 1582 are written in the proleptic calendar every other Parquet reader uses.
 _WRITE_CONF = {

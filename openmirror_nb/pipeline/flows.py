@@ -1,0 +1,243 @@
+"""The three ways a push stages its files: initial load, snapshot diff, change feed.
+
+Each flow writes the files to publish and the table's next key state, then checks them; none
+publishes anything. Where Spark cannot write to the store (OneLake outside Fabric) it works in a
+local folder, and the files to publish are uploaded into the store's staging folder.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openmirror_nb.errors import ChangeFeedError, KeyColumnsError, preview
+from openmirror_nb.model import ROW_MARKER, Compression, RowMarker, TableOptions
+from openmirror_nb.pipeline import checks, keystate, stage
+from openmirror_nb.storage.base import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+NO_SPLIT = 0  # maxRecordsPerFile 0: one file per Spark task, so a key's changes share a file
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """Where and how one push stages its files."""
+
+    storage: Storage
+    spark: SparkSession
+    staging: str
+    state_dir: str
+    options: TableOptions
+    compression: Compression
+    rows_per_file: int
+    keys: tuple[str, ...]
+    table: str
+    local_dir: str | None = None
+
+    def uri(self, path: str) -> str:
+        if self.local_dir is None:
+            return self.storage.uri(path)
+        return (Path(self.local_dir) / path).as_uri()
+
+    def fetch(self, path: str) -> str:
+        """A Spark URI for a store folder, downloading it first if Spark cannot read the store."""
+        if self.local_dir is not None:
+            for rel, _ in self.storage.walk_files(path):
+                target = Path(self.local_dir) / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(self.storage.read_bytes(rel))
+        return self.uri(path)
+
+    def upload(self, path: str) -> None:
+        if self.local_dir is None:
+            return
+        root = Path(self.local_dir)
+        files = [p for p in (root / path).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))]
+        self.storage.upload_files([(str(p), p.relative_to(root).as_posix()) for p in files])
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Checked files ready to publish, and the key state that goes with them."""
+
+    folder: str
+    stats: stage.StagedStats
+
+
+def _write_state(ctx: StageContext, state: DataFrame) -> str:
+    uri = ctx.uri(ctx.state_dir)
+    state.write.mode("errorifexists").parquet(uri)
+    return uri
+
+
+def _check_state(ctx: StageContext, uri: str) -> None:
+    """Duplicate or NULL keys, found through Parquet statistics of the state files (cheap)."""
+    from pyspark.sql import functions as F
+
+    null_key = F.lit(False)
+    for key in ctx.keys:
+        null_key = null_key | F.col(f"`{key}`").isNull()
+    state = ctx.spark.read.parquet(uri)
+    nulls = state.where(null_key).agg(F.sum(keystate.ROWS).alias("n")).collect()[0]["n"]
+    if nulls:
+        raise KeyColumnsError(
+            f"{nulls:,} row(s) of table {ctx.table!r} have a NULL in key columns {list(ctx.keys)}; "
+            "every key value must be set. Filter them out or fill them before pushing."
+        )
+    dupes = state.where(F.col(keystate.ROWS) > 1).limit(6).collect()
+    if dupes:
+        found = [tuple(r[k] for k in ctx.keys) for r in dupes]
+        raise checks.duplicate_error(found, keys=ctx.keys, table=ctx.table)
+
+
+def _finish(
+    ctx: StageContext, schema: StructType, *, split: bool, stats: stage.StagedStats | None = None
+) -> Staged:
+    """Count what was staged, merge fragments, and upload when Spark worked locally."""
+    sub = "parts"
+    uri = ctx.uri(f"{ctx.staging}/{sub}")
+    kw: dict[str, Any] = {"options": ctx.options, "schema": schema, "keys": ctx.keys}
+    stats = stats or stage.staged_stats(ctx.spark, uri=uri, **kw)
+    files = max(1, math.ceil(sum(stats.rows_by_file.values()) / ctx.rows_per_file))
+    if _fragmented(stats, files=files, rows_per_file=ctx.rows_per_file):
+        merged = ctx.uri(f"{ctx.staging}/compact")
+        stage.compact(
+            ctx.spark,
+            src_uri=uri,
+            dst_uri=merged,
+            schema=schema,
+            options=ctx.options,
+            compression=ctx.compression,
+            files=files,
+            rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
+        )
+        sub, uri = "compact", merged
+        stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
+    ctx.upload(f"{ctx.staging}/{sub}")
+    ctx.upload(ctx.state_dir)
+    return Staged(f"{ctx.staging}/{sub}", stats)
+
+
+def _fragmented(stats: stage.StagedStats, *, files: int, rows_per_file: int) -> bool:
+    """Many small parts (a shuffled or over-partitioned source) make the service lag.
+
+    Merging keeps every part whole and in order, and parts this small are never split by the
+    reader, so a key's changes (all in one part, design §4) stay in order.
+    """
+    names = list(stats.rows_by_file)
+    if len(names) <= files:
+        return False
+    whole = all(stage.part_order(n)[1] == 0 for n in names)
+    return whole and sum(stats.rows_by_file.values()) / len(names) < rows_per_file / 4
+
+
+def _write(ctx: StageContext, df: DataFrame, *, split: bool) -> None:
+    stage.write_parts(
+        df,
+        uri=ctx.uri(f"{ctx.staging}/parts"),
+        options=ctx.options,
+        compression=ctx.compression,
+        rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
+    )
+
+
+def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
+    """First push of a snapshot: every row, marker-free; its key state is read back from the
+    staged files, so the source query runs once."""
+    _write(ctx, shaped, split=True)
+    staged = stage.read_staged(
+        ctx.spark, uri=ctx.uri(f"{ctx.staging}/parts"), schema=shaped.schema, options=ctx.options
+    )
+    _check_state(ctx, _write_state(ctx, keystate.snapshot_state(staged, keys=ctx.keys)))
+    return _finish(ctx, shaped.schema, split=True)
+
+
+def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: list[str], update_marker: int) -> Staged:
+    """A later snapshot: one join of key states finds what changed; only those rows are written."""
+    from pyspark.sql import functions as F
+
+    old = keystate.read_effective(ctx.spark, uris=[ctx.fetch(p) for p in prior], keys=ctx.keys)
+    new = keystate.snapshot_state(shaped, keys=ctx.keys)
+    uri = _write_state(ctx, keystate.diff_states(new, old, keys=ctx.keys, update_marker=update_marker))
+    _check_state(ctx, uri)
+    diff = ctx.spark.read.parquet(uri).where(F.col(keystate.CHANGE).isNotNull())
+    keys = [F.col(f"`{k}`") for k in ctx.keys]
+    upserts = shaped.join(
+        diff.where(F.col(keystate.CHANGE) != int(RowMarker.DELETE)).select(*keys, keystate.CHANGE),
+        list(ctx.keys),
+    )
+    data = [F.col(f"`{f.name}`") for f in shaped.schema.fields]
+    typed_nulls = [
+        F.col(f"`{f.name}`") if f.name in ctx.keys else F.lit(None).cast(f.dataType).alias(f.name)
+        for f in shaped.schema.fields
+    ]
+    deletes = diff.where(F.col(keystate.CHANGE) == int(RowMarker.DELETE))
+    rows = upserts.select(*data, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER)).unionByName(
+        deletes.select(*typed_nulls, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER))
+    )
+    _write(ctx, rows, split=True)
+    return _finish(ctx, rows.schema, split=True)
+
+
+def stage_changes(
+    ctx: StageContext,
+    rows: DataFrame,
+    *,
+    unique_keys: bool,
+    invalid_values: Any,
+) -> Staged:
+    """A change feed: files hold whole keys in order; the key state records each key's last change.
+
+    ``invalid_values`` is called only when operation values outside the convention were found,
+    to name a few of them in the error.
+    """
+    _write(ctx, rows, split=False)
+    uri = ctx.uri(f"{ctx.staging}/parts")
+    stats = stage.staged_stats(ctx.spark, uri=uri, schema=rows.schema, keys=ctx.keys, options=ctx.options)
+    bad = stats.rows_by_marker.get(-1, 0)
+    checks.check_stats(stats, keys=ctx.keys, table=ctx.table, invalid_values=invalid_values() if bad else ())
+    staged = stage.read_staged(ctx.spark, uri=uri, schema=rows.schema, options=ctx.options)
+    if unique_keys:
+        dupes = stage.duplicate_keys(
+            ctx.spark, uri=uri, schema=rows.schema, options=ctx.options, keys=ctx.keys
+        )
+        if dupes:
+            raise ChangeFeedError(
+                f"Keys {preview([d[0] if len(d) == 1 else d for d in dupes])} occur more than once in this "
+                f"sys_op batch of table {ctx.table!r}; a Prostore delta allows one change per key."
+            )
+    delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited)
+    _write_state(ctx, delta)
+    return _finish(ctx, rows.schema, split=False, stats=stats)
+
+
+def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: list[str]) -> None:
+    """Prostore's rule (contract §9): a delete must carry exactly the current row, else the whole
+    batch is refused. Compared through the key state's row hashes."""
+    from pyspark.sql import functions as F
+
+    old = keystate.read_effective(ctx.spark, uris=[ctx.fetch(p) for p in prior], keys=ctx.keys)
+    h1, h2 = keystate.row_hashes(deletes, keys=ctx.keys)
+    asked = deletes.select(*[F.col(f"`{k}`") for k in ctx.keys], h1.alias("_d1"), h2.alias("_d2"))
+    if old is None:
+        bad = asked.limit(6).collect()
+    else:
+        joined = asked.join(old, list(ctx.keys), "left")
+        mismatch = (
+            F.col(keystate.H1).isNull()
+            | (F.col("_d1") != F.col(keystate.H1))
+            | (F.col("_d2") != F.col(keystate.H2))
+        )
+        bad = joined.where(mismatch).limit(6).collect()
+    if bad:
+        found = [r[ctx.keys[0]] if len(ctx.keys) == 1 else tuple(r[k] for k in ctx.keys) for r in bad]
+        raise ChangeFeedError(
+            f"strict_delete: deletes of keys {preview(found)} of table {ctx.table!r} do not match the "
+            "current row (or the key does not exist); nothing was published. Send the full current row, "
+            "or drop strict_delete."
+        )

@@ -1,0 +1,153 @@
+"""Key state: what was last pushed, as key columns + a 128-bit row hash (design §4).
+
+The row hash is two independent 64-bit ``xxhash64`` values over the data columns in name order,
+each value preceded by its NULL flag (``xxhash64`` skips NULLs, so ``(NULL, 1)`` and ``(1, NULL)``
+would otherwise collide). ``xxhash64`` is Spark's bucketing hash and is computed identically by
+Spark 3.5 and 4.x. Values are hashed as the landing zone holds them: complex values as their JSON
+text, timestamps as microseconds, decimals by value at the column's scale (so a precision or scale
+change is a type change, refused earlier). Floating point ``-0.0`` is hashed as ``0.0`` and every
+NaN as the one canonical NaN, matching Spark's own equality for those values.
+
+State files live under ``_openmirror/snapshots/<table>/<push id>/`` at the landing-zone root:
+one *base* (a full snapshot) and *deltas* (one per change push), each with one row per key:
+``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. ``_om_rows`` is how many rows the key has
+(0 = deleted); ``_om_change`` marks what a snapshot diff published for the key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openmirror_nb.model import ROW_MARKER, RowMarker
+from openmirror_nb.pipeline.stage import PART_NAME
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+ROWS, H1, H2, CHANGE = "_om_rows", "_om_h1", "_om_h2", "_om_change"
+_SALT = "openmirror_nb/row-hash/2"
+_ORDER, _SOURCE = "_om_order", "_om_source"
+
+
+def _q(name: str) -> str:
+    return f"`{name}`"
+
+
+def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]:
+    """The two 64-bit row hashes over the non-key data columns of ``df``."""
+    from pyspark.sql import functions as F
+
+    parts: list[Column] = []
+    for field in sorted(df.schema.fields, key=lambda f: f.name):
+        if field.name in keys or field.name == ROW_MARKER:
+            continue
+        col = F.col(_q(field.name))
+        if field.dataType.typeName() in ("float", "double"):
+            col = F.when(col == 0, F.lit(0.0).cast(field.dataType)).otherwise(col)
+        parts += [col.isNull(), col]
+    if not parts:
+        parts = [F.lit(True)]
+    return F.xxhash64(*parts), F.xxhash64(F.lit(_SALT), *parts)
+
+
+def snapshot_state(df: DataFrame, *, keys: tuple[str, ...]) -> DataFrame:
+    """One row per key of a snapshot: its row count (more than 1 = duplicate key) and hashes."""
+    from pyspark.sql import functions as F
+
+    h1, h2 = row_hashes(df, keys=keys)
+    hashed = df.select(*[F.col(_q(k)) for k in keys], h1.alias(H1), h2.alias(H2))
+    return hashed.groupBy(*[F.col(_q(k)) for k in keys]).agg(
+        F.count(F.lit(1)).alias(ROWS), F.first(H1).alias(H1), F.first(H2).alias(H2)
+    )
+
+
+def delta_state(staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True) -> DataFrame:
+    """One row per key of a published change set: the key's state after its last change.
+
+    Publication order is the staged part order (Spark task, then file counter) and the row
+    position inside the part, which is exactly the order the mirror applies them in. Text files
+    have no ``_metadata.row_index``; their reading order stands in (a staged text part is read as
+    one split, being far smaller than ``spark.sql.files.maxPartitionBytes``).
+    """
+    from pyspark.sql import functions as F
+
+    h1, h2 = row_hashes(staged, keys=keys)
+    name = F.col("_metadata.file_name")
+    position = F.col("_metadata.row_index") if has_row_index else F.monotonically_increasing_id()
+    # Materialised first: an aggregate may not take a non-deterministic argument.
+    staged = staged.withColumn(_ORDER, position)
+    order = F.struct(
+        F.regexp_extract(name, PART_NAME, 1).cast("long"),
+        F.regexp_extract(name, PART_NAME, 2).cast("long"),
+        F.col(_ORDER),
+    )
+    last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), order)
+    grouped = staged.groupBy(*[F.col(_q(k)) for k in keys]).agg(last.alias("last"))
+    deleted = F.col("last.m") == int(RowMarker.DELETE)
+    return grouped.select(
+        *[F.col(_q(k)) for k in keys],
+        F.when(deleted, 0).otherwise(1).cast("long").alias(ROWS),
+        F.col("last.h1").alias(H1),
+        F.col("last.h2").alias(H2),
+    )
+
+
+def read_effective(spark: SparkSession, *, uris: list[str], keys: tuple[str, ...]) -> DataFrame | None:
+    """The current state: the base snapshot with every later delta applied, live keys only."""
+    from pyspark.sql import functions as F
+
+    if not uris:
+        return None
+    cols = [*keys, ROWS, H1, H2]
+    frames = [
+        spark.read.parquet(uri).select(*[F.col(_q(c)) for c in cols]).withColumn(_SOURCE, F.lit(i))
+        for i, uri in enumerate(uris)
+    ]
+    if len(frames) == 1:
+        return frames[0].where(F.col(ROWS) > 0).drop(_SOURCE)
+    merged = frames[0]
+    for frame in frames[1:]:
+        merged = merged.unionByName(frame)
+    latest = F.max_by(F.struct(F.col(ROWS), F.col(H1), F.col(H2)), F.col(_SOURCE)).alias("s")
+    state = merged.groupBy(*[F.col(_q(k)) for k in keys]).agg(latest)
+    return state.select(
+        *[F.col(_q(k)) for k in keys],
+        F.col(f"s.{ROWS}").alias(ROWS),
+        F.col(f"s.{H1}").alias(H1),
+        F.col(f"s.{H2}").alias(H2),
+    ).where(F.col(ROWS) > 0)
+
+
+def diff_states(
+    new: DataFrame, old: DataFrame | None, *, keys: tuple[str, ...], update_marker: int
+) -> DataFrame:
+    """Join the new snapshot's state with the old one: the next base, with what changed per key.
+
+    ``_om_change`` is 0 for a new key, ``update_marker`` for a changed row, 2 for a key that is
+    gone (kept as a tombstone with ``_om_rows`` 0) and NULL for an unchanged row.
+    """
+    from pyspark.sql import functions as F
+
+    if old is None:
+        return new.withColumn(CHANGE, F.lit(int(RowMarker.INSERT)))
+    prior = old.select(
+        *[F.col(_q(k)) for k in keys],
+        F.col(H1).alias("_o1"),
+        F.col(H2).alias("_o2"),
+        F.lit(True).alias("_old"),
+    )
+    joined = new.withColumn("_new", F.lit(True)).join(prior, list(keys), "full_outer")
+    is_new, is_old = F.col("_new").isNotNull(), F.col("_old").isNotNull()
+    changed = (F.col(H1) != F.col("_o1")) | (F.col(H2) != F.col("_o2"))
+    change = (
+        F.when(is_new & ~is_old, int(RowMarker.INSERT))
+        .when(~is_new, int(RowMarker.DELETE))
+        .when(changed, update_marker)
+    )
+    return joined.select(
+        *[F.col(_q(k)) for k in keys],
+        F.coalesce(F.col(ROWS), F.lit(0)).cast("long").alias(ROWS),
+        F.col(H1),
+        F.col(H2),
+        change.cast("int").alias(CHANGE),
+    )

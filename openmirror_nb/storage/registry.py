@@ -1,0 +1,44 @@
+"""Open the storage behind a connect target: a local folder or a OneLake item.
+
+The OneLake backend (and with it azure) is imported only when a OneLake target is opened.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openmirror_nb.storage.base import Storage
+from openmirror_nb.storage.local import LocalStorage
+from openmirror_nb.target import LocalTarget, OneLakeTarget, Target
+
+
+def open_storage(target: Target, *, credential: Any = None) -> Storage:
+    """The landing zone of ``target`` as a ``Storage``.
+
+    Args:
+        target: from ``parse_target``: a local mirrored database or a OneLake item.
+        credential: an azure ``TokenCredential`` for OneLake; by default the Fabric notebook
+            identity inside Fabric, else ``DefaultAzureCredential``. Ignored for local targets.
+
+    Raises:
+        MissingDependencyError: a OneLake target without ``openmirror-nb[azure]`` installed.
+
+    Example:
+        >>> open_storage(parse_target("abfss://ws@onelake.dfs.fabric.microsoft.com/db/Files/LandingZone"))
+    """
+    return _open(target, credential=credential, folder="Files/LandingZone")
+
+
+def open_files_storage(target: Target, *, credential: Any = None) -> Storage:
+    """The item's ``Files`` area (holding ``LandingZone`` and ``Monitoring``) as a ``Storage``."""
+    return _open(target, credential=credential, folder="Files")
+
+
+def _open(target: Target, *, credential: Any, folder: str) -> Storage:
+    if isinstance(target, LocalTarget):
+        return LocalStorage(target.root / folder)
+    if isinstance(target, OneLakeTarget):
+        from openmirror_nb.storage.adls import AdlsStorage
+
+        return AdlsStorage.from_target(target, credential=credential, folder=folder)
+    raise TypeError(f"open_storage() needs a LocalTarget or a OneLakeTarget, not {type(target).__name__}.")

@@ -1,0 +1,296 @@
+"""The storage contract every backend passes: ``StorageContract`` is subclassed per backend.
+
+A subclass provides these fixtures:
+    storage           a fresh, empty store
+    second_storage    another instance on the same root (another client, same data)
+    storage_source    Python source that builds the same store as ``storage`` in a new process
+    expire_locks      a callable making locks of dead holders lapse (no-op where the OS frees them)
+    fail_next_publish a callable making the next publish step (rename/link) of a write fail
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from openmirror_nb.errors import LockTimeoutError, PathExistsError, StorageError
+from openmirror_nb.storage.base import Entry
+
+LOCK_PROBE = """
+import sys
+from openmirror_nb.errors import LockTimeoutError
+try:
+    with storage.lock("orders", timeout=float(sys.argv[1])):
+        print("acquired", flush=True)
+except LockTimeoutError:
+    print("timeout", flush=True)
+"""
+
+LOCK_HOLDER = """
+import time
+with storage.lock("orders", timeout=30):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def run_script(source: str, script: str, *args: str) -> subprocess.Popen[str]:
+    code = textwrap.dedent(source) + textwrap.dedent(script)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+
+
+def probe_lock(source: str, timeout: float) -> str:
+    proc = run_script(source, LOCK_PROBE, str(timeout))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return out.strip()
+
+
+def files_in(storage, folder: str) -> list[str]:
+    return [e.name for e in storage.list_dir(folder)]
+
+
+class StorageContract:
+    # complete-or-absent, no-clobber writes
+
+    def test_write_then_read_creates_parents(self, storage):
+        storage.write_bytes("a/b/c.bin", b"\x00\x01payload")
+        storage.write_bytes("a/empty", b"")
+        assert storage.read_bytes("a/b/c.bin") == b"\x00\x01payload"
+        assert storage.read_bytes("a/empty") == b""
+
+    def test_read_missing_raises_file_not_found(self, storage):
+        with pytest.raises(FileNotFoundError):
+            storage.read_bytes("nope/missing.json")
+
+    def test_write_refuses_existing_and_keeps_its_bytes(self, storage):
+        storage.write_bytes("t/00000000000000000001.parquet", b"first")
+        with pytest.raises(PathExistsError):
+            storage.write_bytes("t/00000000000000000001.parquet", b"second")
+        assert storage.read_bytes("t/00000000000000000001.parquet") == b"first"
+        assert files_in(storage, "t") == ["00000000000000000001.parquet"]
+
+    def test_write_with_overwrite_replaces(self, storage):
+        storage.write_bytes("t/_metadata.json", b"{}")
+        storage.write_bytes("t/_metadata.json", b'{"keyColumns": ["id"]}', overwrite=True)
+        assert storage.read_bytes("t/_metadata.json") == b'{"keyColumns": ["id"]}'
+        assert files_in(storage, "t") == ["_metadata.json"]
+
+    def test_failed_publish_leaves_nothing_behind(self, storage, fail_next_publish):
+        storage.write_bytes("t/keep", b"k")
+        fail_next_publish()
+        with pytest.raises((StorageError, OSError)):
+            storage.write_bytes("t/00000000000000000001.parquet", b"half")
+        assert not storage.exists("t/00000000000000000001.parquet")
+        assert files_in(storage, "t") == ["keep"]
+
+    # listing and existence
+
+    def test_exists_for_files_folders_and_missing(self, storage):
+        storage.write_bytes("x/y/z", b"1")
+        assert storage.exists("x/y/z") and storage.exists("x/y") and storage.exists("x")
+        assert not storage.exists("x/q") and not storage.exists("nothing")
+
+    def test_list_dir_gives_direct_children(self, storage):
+        storage.write_bytes("t/b.parquet", b"12345")
+        storage.write_bytes("t/a.parquet", b"1")
+        storage.write_bytes("t/_ProcessedFiles/00000000000000000001.parquet", b"123")
+        entries = storage.list_dir("t")
+        assert [(e.name, e.is_dir, e.size) for e in entries] == [
+            ("_ProcessedFiles", True, 0),
+            ("a.parquet", False, 1),
+            ("b.parquet", False, 5),
+        ]
+        assert all(isinstance(e, Entry) and e.mtime > 0 for e in entries)
+
+    def test_list_dir_of_absent_folder_is_empty(self, storage):
+        assert storage.list_dir("no/such/folder") == []
+
+    def test_list_dir_returns_more_entries_than_a_page(self, storage):
+        names = [f"{n:020d}.parquet" for n in range(1, 26)]
+        for name in names:
+            storage.write_bytes(f"big/{name}", b"x")
+        assert files_in(storage, "big") == names
+        assert [rel for rel, _ in storage.walk_files("big")] == [f"big/{n}" for n in names]
+
+    def test_root_listing(self, storage):
+        storage.write_bytes("t1/f", b"1")
+        storage.write_bytes("t2.schema/t/f", b"1")
+        assert {"t1", "t2.schema"} <= set(files_in(storage, ""))
+
+    def test_path_outside_the_root_is_refused(self, storage):
+        with pytest.raises(StorageError):
+            storage.write_bytes("../escape", b"x")
+
+    # renames
+
+    def test_rename_moves_and_creates_the_destination_folder(self, storage):
+        storage.write_bytes("t/_openmirror/staging/p/part-0", b"part")
+        storage.rename("t/_openmirror/staging/p/part-0", "t/new/00000000000000000001.parquet")
+        assert storage.read_bytes("t/new/00000000000000000001.parquet") == b"part"
+        assert not storage.exists("t/_openmirror/staging/p/part-0")
+
+    def test_rename_refuses_a_taken_destination(self, storage):
+        storage.write_bytes("t/00000000000000000007.parquet", b"published")
+        storage.write_bytes("t/_stage/part", b"late")
+        with pytest.raises(PathExistsError):
+            storage.rename("t/_stage/part", "t/00000000000000000007.parquet")
+        assert storage.read_bytes("t/00000000000000000007.parquet") == b"published"
+        assert storage.read_bytes("t/_stage/part") == b"late"
+
+    def test_rename_of_missing_source_fails(self, storage):
+        with pytest.raises(StorageError):
+            storage.rename("t/_stage/none", "t/00000000000000000001.parquet")
+        assert not storage.exists("t/00000000000000000001.parquet")
+
+    def test_concurrent_renames_to_one_name_have_one_winner(self, storage, second_storage):
+        writers = 8
+        for i in range(writers):
+            storage.write_bytes(f"t/_stage/w{i}", f"writer {i}".encode())
+        start, outcome = threading.Barrier(writers), {}
+
+        def publish(i: int) -> None:
+            store = storage if i % 2 else second_storage
+            start.wait()
+            try:
+                store.rename(f"t/_stage/w{i}", "t/00000000000000000001.parquet")
+                outcome[i] = "won"
+            except PathExistsError:
+                outcome[i] = "taken"
+
+        threads = [threading.Thread(target=publish, args=(i,)) for i in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        winners = [i for i, result in outcome.items() if result == "won"]
+        assert len(outcome) == writers and len(winners) == 1
+        assert storage.read_bytes("t/00000000000000000001.parquet") == f"writer {winners[0]}".encode()
+        assert sorted(files_in(storage, "t/_stage")) == sorted(
+            f"w{i}" for i in range(writers) if i != winners[0]
+        )
+
+    # deletes
+
+    def test_delete_file_folder_and_missing(self, storage):
+        storage.write_bytes("t/a", b"1")
+        storage.write_bytes("u/v/w", b"1")
+        storage.delete("t/a")
+        storage.delete("u")
+        storage.delete("never/was")
+        assert not storage.exists("t/a") and not storage.exists("u")
+
+    def test_non_recursive_delete_keeps_a_non_empty_folder(self, storage):
+        storage.write_bytes("t/_openmirror/staging/p/part", b"1")
+        storage.delete("t/_openmirror/staging/p", recursive=False)
+        assert storage.read_bytes("t/_openmirror/staging/p/part") == b"1"
+        storage.delete("t/_openmirror/staging/p/part")
+        storage.delete("t/_openmirror/staging/p", recursive=False)
+        assert not storage.exists("t/_openmirror/staging/p")
+
+    # locks
+
+    def test_lock_excludes_another_instance(self, storage, second_storage):
+        with storage.lock("orders", timeout=5):
+            with pytest.raises(LockTimeoutError, match="orders"):
+                with second_storage.lock("orders", timeout=0.2):
+                    pass
+            with second_storage.lock("customers", timeout=5):
+                pass  # other names are independent
+        with second_storage.lock("orders", timeout=5):
+            pass
+
+    def test_lock_serialises_threads(self, storage, second_storage):
+        storage.write_bytes("counter", b"0")
+
+        def bump(store) -> None:
+            for _ in range(3):
+                with store.lock("counter", timeout=60):
+                    value = int(store.read_bytes("counter"))
+                    store.write_bytes("counter", str(value + 1).encode(), overwrite=True)
+
+        threads = [threading.Thread(target=bump, args=(s,)) for s in (storage, second_storage) * 2]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert storage.read_bytes("counter") == b"12"
+
+    def test_lock_is_released_when_the_block_raises(self, storage, second_storage):
+        with pytest.raises(RuntimeError):
+            with storage.lock("orders", timeout=5):
+                raise RuntimeError("push failed")
+        with second_storage.lock("orders", timeout=0.5):
+            pass
+
+    def test_lock_excludes_another_process(self, storage, storage_source):
+        with storage.lock("orders", timeout=5):
+            assert probe_lock(storage_source, 0.3) == "timeout"
+        assert probe_lock(storage_source, 30) == "acquired"
+
+    def test_lock_of_a_killed_process_is_taken_over(self, storage, storage_source, expire_locks):
+        holder = run_script(storage_source, LOCK_HOLDER)
+        try:
+            assert holder.stdout.readline().strip() == "held", holder.stderr.read()
+        finally:
+            os.kill(holder.pid, signal.SIGKILL)
+            holder.communicate(timeout=60)
+        expire_locks()
+        with storage.lock("orders", timeout=30):
+            pass
+
+    # bulk upload and walking
+
+    def test_upload_files_puts_every_file(self, storage, tmp_path):
+        pairs = []
+        for i in range(30):
+            local = Path(tmp_path, f"part-{i:05d}.parquet")
+            local.write_bytes(bytes([i]) * (i + 1))
+            pairs.append((str(local), f"t/_openmirror/staging/p/part-{i:05d}.parquet"))
+        storage.upload_files(pairs, parallelism=8)
+        for i in range(30):
+            assert storage.read_bytes(f"t/_openmirror/staging/p/part-{i:05d}.parquet") == bytes([i]) * (i + 1)
+        assert len(files_in(storage, "t/_openmirror/staging/p")) == 30
+
+    def test_upload_files_never_replaces_and_stays_complete_or_absent(self, storage, tmp_path):
+        storage.write_bytes("t/part-9", b"already here")
+        pairs = []
+        for i in range(10):
+            local = Path(tmp_path, f"p{i}")
+            local.write_bytes(f"new {i}".encode())
+            pairs.append((str(local), f"t/part-{i}"))
+        with pytest.raises(PathExistsError):
+            storage.upload_files(pairs, parallelism=4)
+        assert storage.read_bytes("t/part-9") == b"already here"
+        for i in range(9):
+            if storage.exists(f"t/part-{i}"):
+                assert storage.read_bytes(f"t/part-{i}") == f"new {i}".encode()
+        assert all(not name.startswith("_") for name in files_in(storage, "t"))
+
+    def test_walk_files_is_depth_first_and_sorted(self, storage):
+        for path in ["t/b", "t/a/z", "t/a/y/x", "t/a.b", "t/c/d", "u/e"]:
+            storage.write_bytes(path, path.encode())
+        walked = list(storage.walk_files("t"))
+        assert [rel for rel, _ in walked] == ["t/a/y/x", "t/a/z", "t/a.b", "t/b", "t/c/d"]
+        first = walked[0][1]
+        assert (first.name, first.size, first.is_dir) == ("x", 7, False)
+        assert [rel for rel, _ in storage.walk_files("")][-1] == "u/e"
+        assert list(storage.walk_files("missing")) == []
+
+    def test_abilities_and_uri(self, storage):
+        assert storage.ATOMIC_RENAME is True
+        assert isinstance(storage.SPARK_WRITABLE, bool)
+        assert storage.uri("t/00000000000000000001.parquet").endswith("/t/00000000000000000001.parquet")

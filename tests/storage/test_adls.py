@@ -1,0 +1,289 @@
+"""The storage contract on AdlsStorage: the real Azure SDK against the loopback DFS server over
+HTTPS with a bearer token, plus the wire-level promises (conditional rename, leases, paging)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from azure.storage.blob import LinearRetry
+from azure.storage.filedatalake import DataLakeLeaseClient, DataLakeServiceClient
+
+from openmirror_nb.errors import LockTimeoutError, MissingDependencyError, PathExistsError, StorageError
+from openmirror_nb.storage.adls import AdlsStorage
+from tests.dfs_server import TOKEN, StaticTokenCredential
+from tests.storage.conftest import PAGE_SIZE
+from tests.storage.contract import StorageContract
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make_storage(dfs, fs: str, **kwargs) -> AdlsStorage:
+    options = {
+        "account_url": dfs.account_url,
+        "file_system": fs,
+        "base_path": "mirror.MirroredDatabase/Files/LandingZone",
+        "credential": StaticTokenCredential(),
+        "connection_verify": str(dfs.cert),
+        "lease_seconds": 15,
+        "renew_interval": 0.2,
+        # no back-off between retries: tests inject 5xx answers and must not wait for them
+        "retry_policy": LinearRetry(backoff=0, random_jitter_range=0),
+    }
+    return AdlsStorage(**{**options, **kwargs})
+
+
+def sent(dfs, fs: str):
+    return [r for r in list(dfs.requests) if r.path == fs or r.path.startswith(fs + "/")]
+
+
+class TestAdlsStorage(StorageContract):
+    @pytest.fixture
+    def storage(self, dfs, fs):
+        return make_storage(dfs, fs)
+
+    @pytest.fixture
+    def second_storage(self, dfs, fs):
+        return make_storage(dfs, fs)
+
+    @pytest.fixture
+    def storage_source(self, dfs, fs):
+        return (
+            f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
+            "from tests.dfs_server import StaticTokenCredential\n"
+            "from openmirror_nb.storage.adls import AdlsStorage\n"
+            f"storage = AdlsStorage(account_url={dfs.account_url!r}, file_system={fs!r}, "
+            "base_path='mirror.MirroredDatabase/Files/LandingZone', credential=StaticTokenCredential(), "
+            f"connection_verify={str(dfs.cert)!r}, lease_seconds=15)\n"
+        )
+
+    @pytest.fixture
+    def expire_locks(self, dfs):
+        return lambda: dfs.advance(16)  # past the 15 s lease, without waiting
+
+    @pytest.fixture
+    def fail_next_publish(self, dfs, fs):
+        return lambda: dfs.inject(lambda r: r.path.startswith(fs) and "x-ms-rename-source" in r.headers)
+
+
+def test_publish_is_one_conditional_rename_and_never_overwrites(dfs, fs):
+    storage = make_storage(dfs, fs)
+    storage.write_bytes("t/00000000000000000001.parquet", b"one")
+    storage.write_bytes("t/_stage/part", b"two")
+    with pytest.raises(PathExistsError):
+        storage.rename("t/_stage/part", "t/00000000000000000001.parquet")
+    with pytest.raises(PathExistsError):
+        storage.write_bytes("t/00000000000000000001.parquet", b"three")
+    storage.rename("t/_stage/part", "t/00000000000000000002.parquet")
+    renames = [r for r in sent(dfs, fs) if "x-ms-rename-source" in r.headers]
+    assert len(renames) == 5
+    for r in renames:
+        assert r.method == "PUT" and r.headers["if-none-match"] == "*"
+        assert "mode" not in r.query  # the raw REST rename, not rename_file's mode=legacy
+        assert r.headers["x-ms-rename-source"].startswith(
+            f"/{fs}/mirror.MirroredDatabase/Files/LandingZone/t/"
+        )
+    assert [r.status for r in renames] == [201, 201, 409, 409, 201]
+    assert not [p for p in dfs.store.overwrites if p.startswith(fs)]
+    assert all(r.headers["authorization"] == "Bearer ***" for r in sent(dfs, fs))
+
+
+def test_overwrite_is_an_unconditional_rename(dfs, fs):
+    storage = make_storage(dfs, fs)
+    storage.write_bytes("t/_metadata.json", b"{}")
+    storage.write_bytes("t/_metadata.json", b'{"a": 1}', overwrite=True)
+    renames = [r for r in sent(dfs, fs) if "x-ms-rename-source" in r.headers]
+    assert "if-none-match" in renames[0].headers and "if-none-match" not in renames[1].headers
+
+
+def test_listing_follows_continuation_tokens(dfs, fs):
+    storage = make_storage(dfs, fs)
+    for i in range(PAGE_SIZE * 2 + 1):
+        storage.write_bytes(f"t/f{i:02d}", b"x")
+    assert len(storage.list_dir("t")) == PAGE_SIZE * 2 + 1
+    listings = [r for r in sent(dfs, fs) if r.query.get("resource") == "filesystem"]
+    assert [("continuation" in r.query) for r in listings] == [False, True, True]
+
+
+def test_a_lost_rename_answer_is_recognised_on_retry(dfs, fs):
+    storage = make_storage(dfs, fs)
+    dfs.inject(lambda r: r.path.startswith(fs) and "x-ms-rename-source" in r.headers, status=500, after=True)
+    storage.write_bytes("t/00000000000000000001.parquet", b"once")
+    assert storage.read_bytes("t/00000000000000000001.parquet") == b"once"
+    retried = [r.status for r in sent(dfs, fs) if "x-ms-rename-source" in r.headers]
+    assert retried[0] == 500 and retried[1] in (404, 409)
+
+
+def test_lease_is_renewed_while_held(dfs, fs):
+    holder, other = make_storage(dfs, fs, renew_interval=0.05), make_storage(dfs, fs)
+
+    def renewals() -> int:
+        return sum(
+            1 for r in sent(dfs, fs) if r.headers.get("x-ms-lease-action") == "renew" and r.status == 200
+        )
+
+    def wait_for_renewal(after: int) -> None:
+        deadline = time.monotonic() + 30
+        while renewals() <= after:
+            assert time.monotonic() < deadline, "the lease was never renewed"
+            time.sleep(0.01)
+
+    with holder.lock("orders", timeout=5):
+        for _ in range(3):  # 30 s of server time pass; the 15 s lease survives by renewal
+            wait_for_renewal(renewals())
+            dfs.advance(10)
+        wait_for_renewal(renewals())
+        with pytest.raises(LockTimeoutError):
+            with other.lock("orders", timeout=0.2):
+                pass
+    with other.lock("orders", timeout=1):
+        pass
+
+
+def test_an_abandoned_lease_blocks_until_it_expires(dfs, fs):
+    storage = make_storage(dfs, fs)
+    with storage.lock("orders", timeout=5):
+        pass  # creates the lock file
+    lock_file = (
+        DataLakeServiceClient(
+            dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
+        )
+        .get_file_system_client(fs)
+        .get_file_client("mirror.MirroredDatabase/Files/LandingZone/_openmirror/locks/orders.lock")
+    )
+    DataLakeLeaseClient(lock_file).acquire(lease_duration=15)  # a holder that died: no renewals
+    with pytest.raises(LockTimeoutError, match="lapses within 15 s"):
+        with storage.lock("orders", timeout=0.3):
+            pass
+    dfs.advance(16)
+    with storage.lock("orders", timeout=5):
+        pass
+
+
+def test_a_lost_lease_is_reported_to_the_holder(dfs, fs):
+    storage = make_storage(dfs, fs, renew_interval=0.05)
+    lock_file = (
+        DataLakeServiceClient(
+            dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
+        )
+        .get_file_system_client(fs)
+        .get_file_client("mirror.MirroredDatabase/Files/LandingZone/_openmirror/locks/orders.lock")
+    )
+    with pytest.raises(StorageError, match="lapsed while held"):
+        with storage.lock("orders", timeout=5):
+            DataLakeLeaseClient(lock_file).break_lease(lease_break_period=0)
+            deadline = time.monotonic() + 30
+            while not any(
+                r.status == 409 and r.headers.get("x-ms-lease-action") == "renew" for r in sent(dfs, fs)
+            ):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+
+
+def test_leased_paths_refuse_writes_without_the_lease(dfs, fs):
+    client = DataLakeServiceClient(
+        dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
+    )
+    file = client.get_file_system_client(fs).get_file_client("x/leased")
+    file.create_file()
+    lease = DataLakeLeaseClient(file)
+    lease.acquire(lease_duration=15)
+    for attempt in (
+        lambda: file.delete_file(),
+        lambda: file.create_file(),
+        lambda: file.append_data(b"1", 0, 1),
+    ):
+        with pytest.raises(Exception) as caught:
+            attempt()
+        assert "LeaseIdMissing" in str(caught.value)
+    file.delete_file(lease=lease)
+
+
+def test_sdk_rename_file_also_works_against_the_server(dfs, fs):
+    from azure.core import MatchConditions
+
+    client = DataLakeServiceClient(
+        dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
+    )
+    fsc = client.get_file_system_client(fs)
+    fsc.get_file_client("a/src").create_file()
+    fsc.get_file_client("a/taken").create_file()
+    with pytest.raises(Exception, match="PathAlreadyExists"):
+        fsc.get_file_client("a/src").rename_file(f"{fs}/a/taken", match_condition=MatchConditions.IfMissing)
+    fsc.get_file_client("a/src").rename_file(f"{fs}/a/dst", match_condition=MatchConditions.IfMissing)
+    assert [r.query.get("mode") for r in sent(dfs, fs) if "x-ms-rename-source" in r.headers] == ["legacy"] * 2
+
+
+def test_uploads_run_in_parallel(dfs, fs, tmp_path):
+    storage = make_storage(dfs, fs)
+    pairs = []
+    for i in range(16):
+        (tmp_path / f"p{i}").write_bytes(b"x" * 100)
+        pairs.append((str(tmp_path / f"p{i}"), f"t/_openmirror/staging/p/part-{i}"))
+    dfs.max_in_flight = 0
+    dfs.latency = 0.02
+    try:
+        storage.upload_files(pairs, parallelism=8)
+    finally:
+        dfs.latency = 0.0
+    assert dfs.max_in_flight > 1
+    assert len(storage.list_dir("t/_openmirror/staging/p")) == 16
+
+
+def test_a_wrong_token_is_refused_and_never_shown(dfs, fs):
+    secret = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.c2VjcmV0LXRva2Vu"
+    storage = make_storage(dfs, fs, credential=StaticTokenCredential(secret))
+    with pytest.raises(StorageError) as caught:
+        storage.write_bytes("t/a", b"1")
+    assert "401" in str(caught.value) and secret not in str(caught.value) and TOKEN not in str(caught.value)
+    assert "credential" in str(caught.value)
+
+
+def test_spark_writes_directly_only_inside_fabric(dfs, fs, monkeypatch):
+    monkeypatch.delenv("FABRIC_RUNTIME_VERSION", raising=False)
+    monkeypatch.delenv("MSNOTEBOOKUTILS_VERSION", raising=False)
+    monkeypatch.delenv("SPARK_CLUSTER_NAME", raising=False)
+    assert make_storage(dfs, fs).SPARK_WRITABLE is False
+    monkeypatch.setenv("FABRIC_RUNTIME_VERSION", "1.3")
+    assert make_storage(dfs, fs).SPARK_WRITABLE is True
+
+
+def test_uri_is_the_abfss_url(dfs, fs):
+    storage = make_storage(dfs, fs)
+    host = dfs.account_url.split("/")[2]
+    assert storage.uri("t/x") == f"abfss://{fs}@{host}/mirror.MirroredDatabase/Files/LandingZone/t/x"
+    assert repr(storage) == f"AdlsStorage('abfss://{fs}@{host}/mirror.MirroredDatabase/Files/LandingZone')"
+
+
+def test_lease_duration_outside_the_service_range_is_refused(dfs, fs):
+    with pytest.raises(StorageError, match="15-60"):
+        make_storage(dfs, fs, lease_seconds=5)
+
+
+def test_missing_sdk_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "azure.storage.filedatalake", None)
+    with pytest.raises(MissingDependencyError, match=r"openmirror-nb\[azure\]"):
+        AdlsStorage(
+            account_url="https://onelake.dfs.fabric.microsoft.com", file_system="ws", credential=object()
+        )
+
+
+def test_threads_share_one_storage_safely(dfs, fs):
+    storage = make_storage(dfs, fs)
+    errors = []
+
+    def work(i: int) -> None:
+        try:
+            storage.write_bytes(f"t/{i}", str(i).encode())
+        except Exception as exc:  # collected, asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and len(storage.list_dir("t")) == 12

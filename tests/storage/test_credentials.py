@@ -1,0 +1,130 @@
+"""Credential resolution, the notebook-identity token cache, scrubbing, and the storage registry."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import time
+import types
+
+import pytest
+
+from openmirror_nb.storage import credentials
+from openmirror_nb.storage.credentials import NotebookTokenCredential, resolve_credential, scrub
+from openmirror_nb.storage.local import LocalStorage
+from openmirror_nb.storage.registry import open_files_storage, open_storage
+from openmirror_nb.target import parse_target
+from tests.dfs_server import StaticTokenCredential
+
+
+def jwt(exp: float) -> str:
+    def part(obj) -> str:
+        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'none'})}.{part({'exp': int(exp), 'aud': 'storage'})}.c2ln"
+
+
+@pytest.fixture
+def outside_fabric(monkeypatch):
+    for name in ("FABRIC_RUNTIME_VERSION", "MSNOTEBOOKUTILS_VERSION", "SPARK_CLUSTER_NAME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_an_explicit_credential_wins(outside_fabric):
+    mine = object()
+    assert resolve_credential(mine) is mine
+
+
+def test_outside_fabric_the_default_chain_is_used(outside_fabric):
+    from azure.identity import DefaultAzureCredential
+
+    assert isinstance(resolve_credential(), DefaultAzureCredential)
+
+
+def test_inside_fabric_the_notebook_identity_is_used(monkeypatch):
+    calls = []
+
+    def get_token(audience: str) -> str:
+        calls.append(audience)
+        return jwt(time.time() + 3600)
+
+    fake = types.ModuleType("notebookutils")
+    fake.credentials = types.SimpleNamespace(getToken=get_token)
+    monkeypatch.setitem(sys.modules, "notebookutils", fake)
+    monkeypatch.setenv("FABRIC_RUNTIME_VERSION", "1.3")
+    credential = resolve_credential()
+    assert isinstance(credential, NotebookTokenCredential)
+    first = credential.get_token("https://storage.azure.com/.default")
+    again = credential.get_token("https://storage.azure.com/.default")
+    api = credential.get_token("https://analysis.windows.net/powerbi/api/.default")
+    assert first.token == again.token and calls == ["storage", "pbi"]
+    assert abs(first.expires_on - (time.time() + 3600)) < 5
+    assert api.token not in repr(credential)
+
+
+def test_notebook_tokens_are_refreshed_before_they_expire():
+    tokens = iter([jwt(time.time() + 60), jwt(time.time() + 3600)])
+    credential = NotebookTokenCredential(lambda audience: next(tokens))
+    first = credential.get_token("https://storage.azure.com/.default")
+    second = credential.get_token("https://storage.azure.com/.default")
+    assert first.token != second.token  # 60 s left is inside the refresh margin
+
+
+def test_an_opaque_token_gets_a_conservative_lifetime():
+    credential = NotebookTokenCredential(lambda audience: "not-a-jwt")
+    token = credential.get_token("https://storage.azure.com/.default")
+    assert token.token == "not-a-jwt" and token.expires_on <= time.time() + 1800 + 1
+
+
+def test_scrub_removes_every_token_form():
+    token = jwt(time.time())
+    text = (
+        f"Authorization: Bearer {token}\n{{'authorization': 'Bearer abc.def'}} "
+        f"url?sv=2020&sig=s3cr3t%2B&se=1 raw {token}"
+    )
+    cleaned = scrub(text)
+    assert token not in cleaned and "abc.def" not in cleaned and "s3cr3t" not in cleaned
+    assert "sv=2020" in cleaned and "se=1" in cleaned
+
+
+def test_missing_azure_identity_names_the_extra(outside_fabric, monkeypatch):
+    monkeypatch.setitem(sys.modules, "azure.identity", None)
+    with pytest.raises(ImportError, match=r"openmirror-nb\[azure\]"):
+        credentials.resolve_credential()
+
+
+def test_open_storage_picks_the_backend(tmp_path):
+    local = open_storage(parse_target(str(tmp_path / "db")))
+    assert (
+        isinstance(local, LocalStorage)
+        and local.root == (tmp_path / "db" / "Files" / "LandingZone").resolve()
+    )
+    assert (
+        open_files_storage(parse_target(str(tmp_path / "db"))).root == (tmp_path / "db" / "Files").resolve()
+    )
+    onelake = open_storage(
+        parse_target(
+            "https://onelake.dfs.fabric.microsoft.com/Sales/orders.MirroredDatabase/Files/LandingZone"
+        ),
+        credential=StaticTokenCredential(),
+    )
+    assert onelake.uri("t/x") == (
+        "abfss://Sales@onelake.dfs.fabric.microsoft.com/orders.MirroredDatabase/Files/LandingZone/t/x"
+    )
+    files = open_files_storage(
+        parse_target("abfss://Sales@onelake.dfs.fabric.microsoft.com/orders/Files/LandingZone"),
+        credential=StaticTokenCredential(),
+    )
+    assert files.uri("Monitoring/tables.json").endswith("/orders/Files/Monitoring/tables.json")
+
+
+def test_importing_the_package_loads_neither_azure_nor_sempy():
+    code = (
+        "import sys, openmirror_nb, openmirror_nb.storage.registry, openmirror_nb.storage.credentials, "
+        "openmirror_nb.fabric\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('azure', 'sempy', 'pyspark')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
