@@ -24,6 +24,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--rows", type=int, default=10_000, help="rows in the sample table")
 
+    mirror = verbs.add_parser("mirror", help="replicate a local landing zone into Delta tables")
+    mirror.add_argument(
+        "path", nargs="?", default=None, help="local mirrored database (default: ./openmirror-db)"
+    )
+    when = mirror.add_mutually_exclusive_group()
+    when.add_argument("--once", action="store_true", help="one pass, then exit (1 if a table failed)")
+    when.add_argument("--interval", type=float, default=5.0, help="seconds between passes (default 5)")
+
     push = verbs.add_parser("push", help="push a Parquet file or folder to a table")
     push.add_argument("path", help="mirrored database: folder or OneLake URL")
     push.add_argument("--table", required=True, help="name or schema.name")
@@ -31,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     push.add_argument("--from", dest="source", required=True, help="Parquet file or folder to read")
     push.add_argument("--mode", choices=("snapshot", "changes"), default="snapshot")
     push.add_argument("--op-column", default=None, help="operation column of a change feed")
-    push.add_argument("--convention", choices=("rowmarker",), default="rowmarker")
+    push.add_argument("--convention", choices=("rowmarker", "sys_op", "cdf", "debezium"), default="rowmarker")
     push.add_argument("--order-by", type=_split, default=[], help="columns ordering each key's changes")
     push.add_argument("--format", choices=("parquet", "csv", "tsv", "psv"), default=None)
     push.add_argument("--compression", choices=("none", "snappy", "gzip", "zstd"), default=None)
@@ -45,6 +53,12 @@ def _demo(args: argparse.Namespace) -> int:
     for line in run_demo(args.path, rows=args.rows):
         print(line)
     return 0
+
+
+def _mirror(args: argparse.Namespace) -> int:
+    from openmirror_nb.mirror.command import mirror_command
+
+    return mirror_command(args.path, once=args.once, interval=args.interval)
 
 
 def _push(args: argparse.Namespace) -> int:
@@ -73,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``openmirror`` command; returns the exit code."""
     args = _parser().parse_args(argv)
     try:
-        return {"demo": _demo, "push": _push}[args.verb](args)
+        return {"demo": _demo, "mirror": _mirror, "push": _push}[args.verb](args)
     except OpenMirrorError as exc:
         print(f"openmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.api import connect
+from openmirror_nb.errors import ConfigError
 from openmirror_nb.state import read_state
 
 if TYPE_CHECKING:
@@ -48,35 +49,36 @@ def change_batch(spark: SparkSession, *, rows: int, batch: int) -> DataFrame:
 
 
 def run_demo(path: str | None, *, rows: int = 10_000) -> Iterator[str]:
-    """Run the demo and yield what it did, line by line."""
+    """Run the demo and yield what it did, line by line.
+
+    Run it again and it pushes a new snapshot of the same table: only the difference is
+    published. Every run ends with the local mirror replicating the table and a read-back check.
+    """
+    from openmirror_nb.mirror import LocalMirror
     from openmirror_nb.model import TableRef
     from openmirror_nb.runtime import get_spark
+    from openmirror_nb.target import LocalTarget
 
     spark = get_spark()
     db = connect(path)
+    if not isinstance(db.target, LocalTarget):
+        raise ConfigError("The demo runs on a local mirrored database; pass a folder.")
     yield f"Mirrored database: {db.target}"
     state = read_state(db.storage, TableRef.parse(TABLE).folder)
     if state is None:
         result = db.push(sample_orders(spark, rows=rows), table=TABLE, keys=["order_id"])
         yield f"Initial load:  {result}"
-    batch = state.pushes if state else 1
-    changes = change_batch(spark, rows=rows, batch=batch)
-    result = db.push(changes, table=TABLE, mode="changes", op_column="op")
+    else:
+        # the source table again, grown a little and without every 211th order
+        grown = sample_orders(spark, rows=rows + 25 * state.pushes)
+        result = db.push(grown.where(f"order_id % 211 != {state.pushes % 211}"), table=TABLE)
+        yield f"Snapshot diff: {result}"
+    batch = (state.pushes if state else 0) + 1
+    result = db.push(change_batch(spark, rows=rows, batch=batch), table=TABLE, mode="changes", op_column="op")
     yield f"Change batch:  {result}"
-    for path_ in result.files:
-        yield f"  published {path_}"
-    yield from _mirror(db)
-
-
-def _mirror(db: object) -> Iterator[str]:
-    try:
-        from openmirror_nb.mirror import LocalMirror
-    except ImportError:
-        return
-    from openmirror_nb.api import MirroredDatabase
-
-    assert isinstance(db, MirroredDatabase)
-    run = LocalMirror(db.target.root if hasattr(db.target, "root") else None).run_once()
+    for published in result.files:
+        yield f"  published {published}"
+    run = LocalMirror(db.target.root).run_once()
     yield f"Local mirror:  {run!r}"
     frame: Any = db.read_table(TABLE, as_pandas=True)
-    yield f"Read back {TABLE}: {len(frame):,} rows"
+    yield f"Read back {TABLE}: {len(frame):,} rows in Tables/demo/orders"

@@ -100,24 +100,36 @@ def parse_metadata(data: bytes) -> TableMetadata:
         raise LandingZoneError(f"_metadata.json is not valid JSON ({exc}); fix or recreate it.") from None
     fmt = str(doc.get("fileFormat", "parquet")).lower()
     ext = str(doc.get("fileExtension", "")).lstrip(".").lower()
-    file_format = "parquet" if fmt == "parquet" else (ext if ext in ("tsv", "psv") else "csv")
     has_text = "schemaDefinition" in doc or fmt in ("csv", "delimitedtext")
-    props = doc.get("fileFormatTypeProperties") or {}
-    delimited = DelimitedTextOptions(
-        row_separator=props.get("RowSeparator", "\n"),
-        quote=props.get("QuoteCharacter", '"'),
-        escape=props.get("EscapeCharacter", "\\"),
-        null_value=props.get("NullValue", ""),
-        encoding=props.get("Encoding", "UTF-8"),
-    )
+    file_format = (ext if ext in ("tsv", "psv") else "csv") if has_text else "parquet"
     options = TableOptions(
-        file_format=file_format if has_text else "parquet",  # type: ignore[arg-type]
+        file_format=file_format,  # type: ignore[arg-type]
         file_detection=doc.get("fileDetectionStrategy", "SequentialFileName"),
-        upsert_default=bool(doc.get("isUpsertDefaultRowMarker", False)),
-        delimited=delimited,
+        upsert_default=_flag(doc.get("isUpsertDefaultRowMarker", False)),
+        delimited=_delimited(doc, file_format) if has_text else DelimitedTextOptions(),
     )
     columns = (doc.get("schemaDefinition") or {}).get("Columns") or []
     return TableMetadata(tuple(doc.get("keyColumns") or ()), options, tuple(columns))
+
+
+def _delimited(doc: dict[str, Any], file_format: str) -> DelimitedTextOptions:
+    props = _lower_first(doc.get("fileFormatTypeProperties") or {})
+    separator = props.get("columnSeparator")
+    default_separator = TableOptions(file_format=file_format).column_separator  # type: ignore[arg-type]
+    return DelimitedTextOptions(
+        # The contract's default record terminator is \r\n when the property is absent.
+        row_separator=props.get("rowSeparator", "\r\n"),
+        quote=props.get("quoteCharacter", '"'),
+        escape=props.get("escapeCharacter", "\\"),
+        null_value=props.get("nullValue", ""),
+        encoding=props.get("encoding", "UTF-8"),
+        separator=None if separator in (None, default_separator) else separator,
+    )
+
+
+def _flag(value: Any) -> bool:
+    # Some producers write booleans as strings ("true"); bool("false") would be True.
+    return value is True or str(value).strip().lower() == "true"
 
 
 def partner_events_bytes(partner: PartnerInfo) -> bytes:

@@ -97,11 +97,12 @@ class DelimitedTextOptions:
     Empty strings are written quoted and NULL as the bare ``null_value`` so the two stay distinct.
     """
 
-    row_separator: Literal["\n", "\r"] = "\n"
+    row_separator: str = "\n"
     quote: str = '"'
     escape: str = "\\"
     null_value: str = ""
     encoding: str = "UTF-8"
+    separator: str | None = None  # None: the format's own (csv ",", tsv tab, psv "|")
 
 
 _SEPARATORS: dict[str, str] = {"csv": ",", "tsv": "\t", "psv": "|"}
@@ -137,7 +138,7 @@ class TableOptions:
 
     @property
     def column_separator(self) -> str:
-        return _SEPARATORS.get(self.file_format, ",")
+        return self.delimited.separator or _SEPARATORS.get(self.file_format, ",")
 
 
 @dataclass(frozen=True)

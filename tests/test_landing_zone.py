@@ -99,3 +99,17 @@ def test_partner_events_shape():
         "partnerName": "openmirror_nb",
         "sourceInfo": {"sourceType": "Spark", "sourceVersion": "3.5.9", "additionalInformation": {"k": "v"}},
     }
+
+
+def test_string_booleans_explicit_separators_and_defaults_of_other_producers():
+    meta = parse_metadata(
+        b'{"keyColumns": ["id"], "isUpsertDefaultRowMarker": "false", "FileFormat": "DelimitedText",'
+        b' "FileExtension": "tsv", "SchemaDefinition": {"Columns": []},'
+        b' "FileFormatTypeProperties": {"columnSeparator": ",", "FirstRowAsHeader": true}}'
+    )
+    assert meta.options.upsert_default is False
+    assert meta.options.file_format == "tsv" and meta.options.column_separator == ","  # the docs' own example
+    assert meta.options.delimited.row_separator == "\r\n"  # the contract's default when absent
+    assert parse_metadata(
+        b'{"keyColumns": ["id"], "isUpsertDefaultRowMarker": "TRUE"}'
+    ).options.upsert_default

@@ -80,6 +80,11 @@ def _compression(request: PushRequest, options: TableOptions) -> Compression:
             f"compression {request.compression!r} is not supported; use none, snappy, gzip or zstd."
         )
     if options.is_delimited:
+        if options.delimited.row_separator not in ("\n", "\r"):
+            raise ConfigError(
+                f"Table {request.table} declares RowSeparator {options.delimited.row_separator!r}; Spark "
+                "writes one-character line separators only, so use '\\n' or '\\r' (or Parquet)."
+            )
         if request.compression not in (None, "none"):
             raise ConfigError(
                 f"compression {request.compression!r} applies to Parquet only; delimited text is written "
