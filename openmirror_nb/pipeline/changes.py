@@ -88,10 +88,12 @@ def _cdf_key_changes(df: DataFrame, *, op_column: str, keys: tuple[str, ...]) ->
 
     kind = F.lower(F.col(f"`{op_column}`").cast("string"))
     by = Window.partitionBy("_commit_version", *[F.col(f"`{k}`") for k in keys])
-    has_post = F.max((kind == "update_postimage").cast("int")).over(by) == 1
-    moved = (kind == "update_preimage") & ~has_post
-    kept = df.where((kind != "update_preimage") | moved)
-    return kept.withColumn(op_column, F.when(moved, F.lit("delete")).otherwise(F.col(f"`{op_column}`")))
+    flagged = df.withColumn("_om_post", F.max((kind == "update_postimage").cast("int")).over(by))
+    moved = (kind == "update_preimage") & (F.col("_om_post") == 0)
+    kept = flagged.where((kind != "update_preimage") | moved)
+    return kept.withColumn(op_column, F.when(moved, F.lit("delete")).otherwise(F.col(f"`{op_column}`"))).drop(
+        "_om_post"
+    )
 
 
 def to_change_rows(

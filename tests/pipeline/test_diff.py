@@ -1,0 +1,133 @@
+"""Later snapshots publish only what changed, against the key state of what was last pushed."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+import openmirror_nb as om
+from openmirror_nb.model import ROW_MARKER
+from tests.conftest import tree_hash
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "id long, v string, x double"
+
+
+def published(lz, table="t", after=1):
+    folder = lz / table
+    files = sorted(p for p in folder.iterdir() if p.name[:20].isdigit() and int(p.name[:20]) > after)
+    return [r for f in files for r in pq.read_table(f).to_pylist()]
+
+
+def test_diff_publishes_inserts_updates_deletes_only(spark, db, lz):
+    db.push(
+        spark.createDataFrame([(1, "a", 1.0), (2, "b", 2.0), (3, "c", 3.0), (4, "d", 4.0)], SCHEMA),
+        table="t",
+        keys=["id"],
+    )
+    snap = spark.createDataFrame([(1, "a", 1.0), (2, "B", 2.0), (4, "d", 4.0), (5, "e", 5.0)], SCHEMA)
+    result = db.push(snap, table="t")
+    assert result.rows == {"insert": 1, "delete": 1, "upsert": 1} and result.sequence_numbers == (2,)
+    rows = {r["id"]: r for r in published(lz)}
+    assert rows == {
+        2: {"id": 2, "v": "B", "x": 2.0, ROW_MARKER: 4},
+        3: {"id": 3, "v": None, "x": None, ROW_MARKER: 2},
+        5: {"id": 5, "v": "e", "x": 5.0, ROW_MARKER: 0},
+    }
+    table = pq.read_table(lz / "t" / f"{2:020d}.parquet")
+    assert table.column_names[-1] == ROW_MARKER and str(table.schema.field("x").type) == "double"
+
+
+def test_update_marker_one_and_unchanged_snapshot(spark, db, lz):
+    db.push(spark.createDataFrame([(1, "a", 1.0), (2, "b", 2.0)], SCHEMA), table="t", keys=["id"])
+    same = db.push(spark.createDataFrame([(2, "b", 2.0), (1, "a", 1.0)], SCHEMA), table="t")
+    assert same.sequence_numbers == () and same.rows == {}
+    changed = db.push(
+        spark.createDataFrame([(1, "z", 1.0), (2, "b", 2.0)], SCHEMA), table="t", update_marker=1
+    )
+    assert [r[ROW_MARKER] for r in published(lz)] == [1] and changed.rows == {"update": 1}
+
+
+def test_empty_snapshot_deletes_everything(spark, db, lz):
+    db.push(spark.createDataFrame([(1, "a", 1.0), (2, "b", 2.0)], SCHEMA), table="t", keys=["id"])
+    result = db.push(spark.createDataFrame([], SCHEMA), table="t")
+    assert result.rows == {"delete": 2}
+    assert sorted(r["id"] for r in published(lz)) == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "changed"),
+    [
+        ((0.0, "a"), (-0.0, "a"), False),  # -0.0 equals 0.0
+        ((float("nan"), "a"), (float("nan"), "a"), False),  # NaN equals NaN
+        ((None, "a"), (1.0, "a"), True),
+        ((1.0, None), (None, "1.0"), True),  # NULLs move: must not collide
+        ((None, ""), (None, None), True),  # empty string is not NULL
+    ],
+)
+def test_row_hash_edge_cases(spark, db, before, after, changed):
+    schema = "id long, x double, v string"
+    db.push(spark.createDataFrame([(1, *before)], schema), table="t", keys=["id"])
+    result = db.push(spark.createDataFrame([(1, *after)], schema), table="t")
+    assert bool(result.sequence_numbers) is changed
+
+
+def test_decimals_timestamps_and_column_order(spark, db):
+    make = lambda ts, amount: spark.sql(  # noqa: E731
+        f"select 1L as id, cast('{amount}' as decimal(18,4)) as amount, timestamp'{ts}' as ts"
+    )
+    db.push(make("2026-01-01 00:00:00.000001", "1.50"), table="t", keys=["id"])
+    assert db.push(make("2026-01-01 00:00:00.000001", "1.5000"), table="t").sequence_numbers == ()
+    reordered = make("2026-01-01 00:00:00.000001", "1.5").select("ts", "id", "amount")
+    assert db.push(reordered, table="t").sequence_numbers == ()
+    assert db.push(make("2026-01-01 00:00:00.000002", "1.5"), table="t").rows == {"upsert": 1}
+
+
+def test_change_pushes_move_the_baseline(spark, db, lz):
+    db.push(spark.createDataFrame([(1, "a", 1.0), (2, "b", 2.0)], SCHEMA), table="t", keys=["id"])
+    rows = [(3, "c", 3.0, 4), (1, None, None, 2), (2, "b2", 2.0, 4), (2, "b", 2.0, 4)]
+    changes = spark.createDataFrame(rows, SCHEMA + ", op int").coalesce(1)  # input order: b2, then b
+    db.push(changes, table="t", mode="changes", op_column="op")
+    # the user's source now matches what the mirror holds: nothing to publish
+    assert (
+        db.push(spark.createDataFrame([(2, "b", 2.0), (3, "c", 3.0)], SCHEMA), table="t").sequence_numbers
+        == ()
+    )
+    again = db.push(spark.createDataFrame([(2, "b", 2.0)], SCHEMA), table="t")
+    assert again.rows == {"delete": 1} and [r["id"] for r in published(lz, after=2)] == [3]
+
+
+def test_bad_later_snapshot_leaves_everything_untouched(spark, db):
+    db.push(spark.createDataFrame([(1, "a", 1.0)], SCHEMA), table="t", keys=["id"])
+    before = tree_hash(db.target.landing_zone)
+    with pytest.raises(om.KeyColumnsError, match="not unique"):
+        db.push(spark.createDataFrame([(1, "a", 1.0), (1, "b", 1.0)], SCHEMA), table="t")
+    with pytest.raises(om.KeyColumnsError, match="NULL"):
+        db.push(spark.createDataFrame([(None, "a", 1.0)], SCHEMA), table="t")
+    assert tree_hash(db.target.landing_zone) == before
+    assert db.push(spark.createDataFrame([(1, "a", 1.0)], SCHEMA), table="t").sequence_numbers == ()
+
+
+def test_mirror_holds_what_was_pushed(spark, db):
+    db.push(
+        spark.range(0, 500).selectExpr("id", "cast(id as string) as v", "id * 0.5 as x"),
+        table="s.t",
+        keys=["id"],
+    )
+    db.push(
+        spark.range(0, 500)
+        .where("id % 7 != 0")
+        .selectExpr(
+            "id", "case when id % 5 = 0 then 'five' else cast(id as string) end as v", "id * 0.5 as x"
+        )
+        .union(spark.range(1000, 1010).selectExpr("id", "'new' as v", "0.0 as x")),
+        table="s.t",
+    )
+    om.LocalMirror(db.target.root).run_once()
+    mirrored = db.read_table("s.t", as_pandas=True).sort_values("id").reset_index(drop=True)
+    expected = [i for i in range(500) if i % 7] + list(range(1000, 1010))
+    assert mirrored["id"].tolist() == expected
+    assert set(mirrored.loc[(mirrored.id % 5 == 0) & (mirrored.id < 500), "v"]) == {"five"}
+    state = sorted(p.name for p in (db.target.landing_zone / "_openmirror" / "snapshots" / "s.t").iterdir())
+    assert len(state) == 1  # the replaced key state was removed with the commit
