@@ -9,8 +9,6 @@ by a dead process expires and is taken over. Azure is imported only when this ba
 from __future__ import annotations
 
 import io
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,9 +18,10 @@ from typing import IO, Any
 from urllib.parse import quote, urlparse
 
 from openmirror_nb import runtime
-from openmirror_nb.errors import LockTimeoutError, MissingDependencyError, PathExistsError, StorageError
+from openmirror_nb.errors import MissingDependencyError, PathExistsError, StorageError
 from openmirror_nb.storage.base import Entry
 from openmirror_nb.storage.credentials import AZURE_HINT, resolve_credential, scrub
+from openmirror_nb.storage.lease_lock import acquire_lease, hold_lease
 from openmirror_nb.target import LANDING_ZONE, OneLakeTarget
 
 LOCK_FOLDER = "_openmirror/locks"
@@ -288,68 +287,20 @@ class AdlsStorage:
 
     @contextmanager
     def lock(self, name: str, *, timeout: float) -> Iterator[None]:
-        lease = self._acquire(f"{LOCK_FOLDER}/{name}.lock", name, timeout)
-        stop, lost = threading.Event(), threading.Event()
-
-        def renew() -> None:
-            renewed = time.monotonic()
-            while not stop.wait(self.renew_interval):
-                try:
-                    lease.renew()
-                    renewed = time.monotonic()
-                except Exception as exc:
-                    # 409/412: broken or taken over. Anything else (network) is retried until the
-                    # lease would have run out. Either way the holder hears of it when the block ends.
-                    taken = getattr(exc, "status_code", None) in (409, 412)
-                    if taken or time.monotonic() - renewed >= self.lease_seconds:
-                        lost.set()
-                        return
-
-        renewer = threading.Thread(target=renew, name=f"openmirror-lease-{name}", daemon=True)
-        renewer.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            renewer.join()
-            try:
-                lease.release()
-            except Exception:
-                pass  # expired or taken over: nothing left to release
-        if lost.is_set():
-            raise StorageError(
-                f"The lock {name!r} lapsed while held (its lease could not be renewed) and another writer "
-                "may have taken it; check the table before publishing again."
-            )
-
-    def _acquire(self, path: str, name: str, timeout: float) -> Any:
-        from azure.core import MatchConditions
-        from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
-
+        path = f"{LOCK_FOLDER}/{name}.lock"
         client = self._fs.get_file_client(self._full(path))
-        lease = self._sdk.DataLakeLeaseClient(client, lease_id=str(uuid.uuid4()))
-        deadline, pause = time.monotonic() + timeout, 0.05
-        while True:
-            with self._errors("lock", path):
-                try:
-                    lease.acquire(lease_duration=self.lease_seconds)
-                    return lease
-                except ResourceNotFoundError:  # first use of this name: create the empty lock file
-                    try:
-                        client.create_file(match_condition=MatchConditions.IfMissing)
-                    except ResourceExistsError:
-                        pass
-                    continue
-                except ResourceExistsError:
-                    pass  # LeaseAlreadyPresent: another writer holds it
-            if time.monotonic() >= deadline:
-                raise LockTimeoutError(
-                    f"Table {name!r} is locked by another writer for more than {timeout:g} s; wait for it to "
-                    f"finish or raise lock_timeout (a lock left by a stopped process lapses within "
-                    f"{self.lease_seconds} s)."
-                )
-            time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
-            pause = min(pause * 1.5, 1.0)
+        lease = acquire_lease(
+            client,
+            self._sdk.DataLakeLeaseClient,
+            name=name,
+            timeout=timeout,
+            lease_seconds=self.lease_seconds,
+            errors=lambda: self._errors("lock", path),
+        )
+        with hold_lease(
+            lease, name=name, lease_seconds=self.lease_seconds, renew_interval=self.renew_interval
+        ):
+            yield
 
     def uri(self, path: str) -> str:
         return f"abfss://{self.file_system}@{self.host}/{self._full(path) if path else self.base_path}"
