@@ -144,20 +144,20 @@ class MirroredDatabase:
 
     def tables(self) -> list[str]:
         """The tables of the landing zone (folders holding a ``_metadata.json``)."""
-        found = []
+        folders = []
         for entry in self.storage.list_dir(""):
             if not entry.is_dir or entry.name.startswith("_"):
                 continue
             if entry.name.endswith(".schema"):
                 schema = entry.name[: -len(".schema")]
-                found += [
-                    f"{schema}.{t.name}"
+                folders += [
+                    (f"{entry.name}/{t.name}", f"{schema}.{t.name}")
                     for t in self.storage.list_dir(entry.name)
                     if t.is_dir and not t.name.startswith("_")
                 ]
-            elif self.storage.exists(f"{entry.name}/{METADATA_FILE}"):
-                found.append(entry.name)
-        return sorted(found)
+            else:
+                folders.append((entry.name, entry.name))
+        return sorted(name for folder, name in folders if self.storage.exists(f"{folder}/{METADATA_FILE}"))
 
     def read_table(self, table: str, *, as_pandas: bool = False) -> DataFrame | pd.DataFrame:
         """The mirrored Delta table (``Tables/<schema>/<table>``) as Spark or pandas.

@@ -152,6 +152,7 @@ def _attempt(
     with lock:
         if locked:
             recover(storage, ref.key)
+            _sweep(storage, ref.key, read_state(storage, ref.folder))
         meta = read_metadata(storage, ref.folder)
         options = checks.resolve_options(request.table_options, meta, name)
         keys = checks.resolve_keys(request.keys, meta, name)
@@ -199,6 +200,20 @@ def _attempt(
         seconds=time.monotonic() - started,
         files=tuple(done.final(e) for e in done.entries),
     )
+
+
+def _sweep(storage: Storage, key: str, state: TableState | None) -> None:
+    """Remove what pushes that died before their journal left behind.
+
+    Runs under the table lock of a table that has state: every push of such a table stages under
+    that lock, so any staging folder or unreferenced key state found now is an orphan.
+    """
+    for entry in storage.list_dir(f"_openmirror/staging/{key}"):
+        storage.delete(f"_openmirror/staging/{key}/{entry.name}")
+    live = set(state.key_state) if state else set()
+    for entry in storage.list_dir(f"{STATE_FOLDER}/{key}"):
+        if f"{STATE_FOLDER}/{key}/{entry.name}" not in live:
+            storage.delete(f"{STATE_FOLDER}/{key}/{entry.name}")
 
 
 def _internal_parents(key: str) -> tuple[str, ...]:

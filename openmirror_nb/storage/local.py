@@ -77,6 +77,9 @@ class LocalStorage:
     def rename(self, src: str, dst: str) -> None:
         source, target = self._path(src), self._path(dst)
         target.parent.mkdir(parents=True, exist_ok=True)
+        # A published file's modification time is its publication time, as on a store where the
+        # file appears when it is renamed (LastUpdateTimeFileDetection orders by it).
+        os.utime(source)
         self._link(source, target, dst)
         source.unlink()
 
