@@ -1,12 +1,13 @@
 """Key state: what was last pushed, as key columns + a 128-bit row hash (design §4).
 
-The row hash is two independent 64-bit ``xxhash64`` values over the data columns in name order,
-each value preceded by its NULL flag (``xxhash64`` skips NULLs, so ``(NULL, 1)`` and ``(1, NULL)``
-would otherwise collide). ``xxhash64`` is Spark's bucketing hash and is computed identically by
-Spark 3.5 and 4.x. Values are hashed as the landing zone holds them: complex values as their JSON
-text, timestamps as microseconds, decimals by value at the column's scale (so a precision or scale
-change is a type change, refused earlier). Floating point ``-0.0`` is hashed as ``0.0`` and every
-NaN as the one canonical NaN, matching Spark's own equality for those values.
+The row hash is two independent 64-bit ``xxhash64`` values (different seeds) over the data columns
+in name order, preceded by a bitmask of which of them are NULL (``xxhash64`` skips NULLs, so
+``(NULL, 1)`` and ``(1, NULL)`` would otherwise collide). ``xxhash64`` is Spark's bucketing hash
+and is computed identically by Spark 3.5 and 4.x. Values are hashed as the landing zone holds
+them: complex values as their JSON text, timestamps as microseconds, decimals by value at the
+column's scale (so a precision or scale change is a type change, refused earlier). Floating point
+``-0.0`` is hashed as ``0.0`` and every NaN as the one canonical NaN, matching Spark's own
+equality for those values.
 
 State files live under ``_openmirror/snapshots/<table>/<push id>/`` at the landing-zone root:
 one *base* (a full snapshot) and *deltas* (one per change push), each with one row per key:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
 ROWS, H1, H2, CHANGE = "_om_rows", "_om_h1", "_om_h2", "_om_change"
-_SALT = "openmirror_nb/row-hash/2"
+_SALT = "openmirror_nb/row-hash/3"
 _ORDER, _SOURCE = "_om_order", "_om_source"
 
 
@@ -37,16 +38,25 @@ def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]
     """The two 64-bit row hashes over the non-key data columns of ``df``."""
     from pyspark.sql import functions as F
 
-    parts: list[Column] = []
-    for field in sorted(df.schema.fields, key=lambda f: f.name):
-        if field.name in keys or field.name == ROW_MARKER:
-            continue
+    values: list[Column] = []
+    masks: list[Column] = []
+    fields = [
+        f
+        for f in sorted(df.schema.fields, key=lambda f: f.name)
+        if f.name not in keys and f.name != ROW_MARKER
+    ]
+    for i, field in enumerate(fields):
         col = F.col(_q(field.name))
         if field.dataType.typeName() in ("float", "double"):
             col = F.when(col == 0, F.lit(0.0).cast(field.dataType)).otherwise(col)
-        parts += [col.isNull(), col]
-    if not parts:
-        parts = [F.lit(True)]
+        values.append(col)
+        # One bit per column says where the NULLs are: one hash input per 62 columns instead of one each.
+        bit = F.when(F.col(_q(field.name)).isNull(), F.lit(1 << (i % 62))).otherwise(F.lit(0))
+        if i % 62 == 0:
+            masks.append(bit)
+        else:
+            masks[-1] = masks[-1] + bit
+    parts = [*masks, *values] or [F.lit(True)]
     return F.xxhash64(*parts), F.xxhash64(F.lit(_SALT), *parts)
 
 
