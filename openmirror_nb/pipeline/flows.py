@@ -154,7 +154,8 @@ def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
         ctx.spark, uri=ctx.uri(f"{ctx.staging}/parts"), schema=shaped.schema, options=ctx.options
     )
     _check_state(ctx, _write_state(ctx, keystate.snapshot_state(staged, keys=ctx.keys)))
-    return _finish(ctx, shaped.schema, split=True)
+    footers = None if ctx.options.is_delimited else stage.footer_stats(ctx.uri(f"{ctx.staging}/parts"))
+    return _finish(ctx, shaped.schema, split=True, stats=footers)
 
 
 def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: list[str], update_marker: int) -> Staged:
