@@ -118,28 +118,33 @@ def _place(storage: Storage, journal: Journal, entry: JournalEntry, *, recoverin
     final = journal.final(entry)
     staged = storage.exists(entry.staged)
     name = data_file_name(entry.sequence, journal.extension)
-    # The service (or the local mirror) may already have moved a published file away.
-    processed = [
-        p
-        for p in (f"{journal.folder}/{sub}/{name}" for sub in CLEANUP_FOLDERS)
-        if (recovering or not staged) and storage.exists(p)
-    ]
+    # Where this number is published already, if anywhere: the service (or the local mirror) may
+    # have moved the file to a cleanup folder, and may be moving it right now. It only ever moves
+    # from the table folder to a cleanup folder, so looking there first cannot miss a moving file.
+    published = None
+    if recovering or not staged:
+        places = (final, *(f"{journal.folder}/{sub}/{name}" for sub in CLEANUP_FOLDERS))
+        published = next((p for p in places if storage.exists(p)), None)
     if not staged:
-        if storage.exists(final) or processed:
+        if published is not None:
             return True
         raise LandingZoneError(
             f"Staged part {entry.staged!r} of push {journal.push_id} is gone and {final!r} was never "
             "published; re-run the push."
         )
-    if processed:
-        taken = processed[0]
+    if published is not None:
+        taken = published
     else:
         try:
             storage.rename(entry.staged, final)
             return True
         except PathExistsError:
             taken = final
-    if _same_bytes(storage, entry.staged, taken):
+    try:
+        same = _same_bytes(storage, entry.staged, taken)
+    except FileNotFoundError:  # moved to a cleanup folder while we read it: look again
+        return _place(storage, journal, entry, recovering=True)
+    if same:
         storage.delete(entry.staged)  # a crash fell between link and unlink: already published
         return True
     return False

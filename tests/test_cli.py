@@ -55,6 +55,9 @@ def test_cli_demo_publishes_initial_load_and_change_batch(spark, tmp_path, capsy
     second = pq.read_table(folder / "00000000000000000002.parquet")
     assert second.column_names[-1] == "__rowMarker__"
     assert set(second.column("__rowMarker__").to_pylist()) == {0, 2, 4}
-    # a second run continues the same table instead of failing
+    assert "Read back demo.orders: 2,030 rows" in out  # 2000 + 50 inserted - 20 deleted, mirrored
+    # a second run pushes a new snapshot of the same table: only the difference is published
     assert main(["demo", str(tmp_path / "db"), "--rows", "2000"]) == 0
-    assert "Change batch:  PushResult(demo.orders: file 3" in capsys.readouterr().out
+    again = capsys.readouterr().out
+    assert "Snapshot diff: PushResult(demo.orders: file 3;" in again and "file 4;" in again
+    assert "Read back demo.orders:" in again

@@ -86,14 +86,14 @@ def check_against_state(
         if name in before and before[name] != kind:
             raise SchemaChangeError(
                 f"Column {name!r} of table {table!r} changed type from {_short(before[name])} to "
-                f"{_short(kind)}; the mirror cannot change a column's type. Cast it back, or reseed with "
-                f"db.plan_schema_change('{table}', df) and db.apply_schema_change(plan, df)."
+                f"{_short(kind)}; the mirror cannot change a column's type. Cast it back, or reseed: "
+                f"delete the table folder {table!r}, wait until the mirrored table is gone, push df again."
             )
     if options.is_delimited and set(now) != set(before):
         added, dropped = sorted(set(now) - set(before)), sorted(set(before) - set(now))
         raise SchemaChangeError(
             f"Table {table!r} is delimited text, whose SchemaDefinition cannot evolve (added {added}, "
-            f"dropped {dropped}); keep the columns, or reseed with db.apply_schema_change."
+            f"dropped {dropped}); keep the columns, or reseed (delete the table folder, push again)."
         )
 
 

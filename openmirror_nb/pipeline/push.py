@@ -37,7 +37,15 @@ from openmirror_nb.model import (
 from openmirror_nb.pipeline import checks, flows, stage
 from openmirror_nb.pipeline.changes import DEFAULT_OP_COLUMN, INVALID_MARKER, to_change_rows, to_marker
 from openmirror_nb.pipeline.normalize import check_columns, check_keys, normalize
-from openmirror_nb.publish import Journal, JournalEntry, crash_point, next_sequence_number, publish, recover
+from openmirror_nb.publish import (
+    Journal,
+    JournalEntry,
+    crash_point,
+    journal_path,
+    next_sequence_number,
+    publish,
+    recover,
+)
 from openmirror_nb.publish import staging_folder as staging_path
 from openmirror_nb.state import TableState, read_state
 from openmirror_nb.storage.base import Storage
@@ -135,7 +143,10 @@ def run_push(storage: Storage, df: DataFrame, request: PushRequest) -> PushResul
         raise ConfigError(f"update_marker {request.update_marker} must be 1 (update) or 4 (upsert).")
     if request.strict_delete and request.convention != "sys_op":
         raise ConfigError("strict_delete is Prostore's rule; use it with convention='sys_op'.")
-    locked = read_state(storage, request.table.folder) is not None
+    # A table with state, or with a decided push still to roll forward, is worked on under its lock.
+    locked = read_state(storage, request.table.folder) is not None or storage.exists(
+        journal_path(request.table.key)
+    )
     try:
         return _attempt(storage, df, request, started=started, locked=locked)
     except _Stale:

@@ -79,7 +79,10 @@ class LocalStorage:
         target.parent.mkdir(parents=True, exist_ok=True)
         # A published file's modification time is its publication time, as on a store where the
         # file appears when it is renamed (LastUpdateTimeFileDetection orders by it).
-        os.utime(source)
+        try:
+            os.utime(source)
+        except FileNotFoundError:
+            raise StorageError(f"Cannot publish {dst!r}: {src!r} does not exist.") from None
         self._link(source, target, dst)
         source.unlink()
 

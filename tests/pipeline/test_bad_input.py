@@ -107,7 +107,7 @@ def test_changed_column_type_points_to_schema_change(spark, seeded):
         "changed type",
         lambda: seeded.push(df, table="s.t", mode="changes", op_column="op"),
     )
-    assert "plan_schema_change" in msg and "'n'" in msg
+    assert "reseed" in msg and "'n'" in msg
 
 
 def test_marker_values_outside_the_contract(spark, seeded):

@@ -1,0 +1,164 @@
+"""Probe (not a headline benchmark): what each piece of a push costs, and cheaper alternatives.
+
+Times, on N rows of the 8-column ``source()`` frame, in one Spark session, medians of --repeat:
+the pieces of the initial load's key state (read back, hash, groupBy, write) against a map-only
+state plus a key-only duplicate check; and the diff's two source passes (state join, then the
+changed rows) with and without broadcasting the changed keys. Uses the library's own keystate
+functions, read-only. Writes bench/results/probe_push_stages.json.
+
+Usage: .venv/bin/python bench/probe_push_stages.py [--rows 10000000] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as c
+
+from openmirror_nb.pipeline import keystate
+from openmirror_nb.pipeline.stage import _WRITE_CONF, session_conf
+from openmirror_nb.runtime import get_spark
+
+KEYS = ("id",)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    c.require_disk(4)
+    load_before = c.loadavg()
+    spark = get_spark()
+    from pyspark.sql import functions as F
+
+    work = Path(tempfile.mkdtemp(prefix="probe-push-"))
+    n = 0
+
+    def fresh() -> str:
+        nonlocal n
+        n += 1
+        return str(work / f"out{n}")
+
+    def write(df: Any, **opts: Any) -> None:
+        with session_conf(spark, _WRITE_CONF):
+            df.write.options(**opts).parquet(fresh())
+
+    def noop(df: Any) -> None:
+        df.write.format("noop").mode("overwrite").save()
+
+    parts = str(work / "parts")
+    old_state = str(work / "old_state")
+    diff_state = str(work / "diff_state")
+    with session_conf(spark, _WRITE_CONF):
+        c.source(spark, args.rows).write.option("maxRecordsPerFile", 1_000_000).parquet(parts)
+        keystate.snapshot_state(spark.read.parquet(parts), keys=KEYS).withColumn(
+            keystate.CHANGE, F.lit(0)
+        ).write.parquet(old_state)
+    staged = spark.read.parquet(parts)
+    old = keystate.read_effective(spark, uris=[old_state], keys=KEYS)
+    diff_full = keystate.diff_states(
+        keystate.snapshot_state(c.changed_source(spark, args.rows), keys=KEYS),
+        old,
+        keys=KEYS,
+        update_marker=4,
+    )
+    with session_conf(spark, _WRITE_CONF):
+        diff_full.write.parquet(diff_state)
+    changed_keys = spark.read.parquet(diff_state).where(F.col(keystate.CHANGE).isNotNull()).select("id")
+
+    def hashed(df: Any) -> Any:
+        h1, h2 = keystate.row_hashes(df, keys=KEYS)
+        return df.select("id", h1.alias(keystate.H1), h2.alias(keystate.H2))
+
+    def window_state(df: Any) -> Any:
+        """snapshot_state without a hash aggregate: a count over a window partitioned by key
+        (sort-based: no map-side hash map to overflow; duplicates keep their rows, each with
+        _om_rows > 1, which the duplicate check still finds)."""
+        from pyspark.sql import Window
+
+        rows = F.count(F.lit(1)).over(Window.partitionBy(*KEYS)).cast("long")
+        return hashed(df).withColumn(keystate.ROWS, rows)
+
+    diff_window = keystate.diff_states(
+        window_state(c.changed_source(spark, args.rows)), old, keys=KEYS, update_marker=4
+    )
+
+    cases: dict[str, Callable[[], Any]] = {
+        # the initial load: the data write and the pieces of today's key state
+        "initial: data parts write (source -> Parquet, maxRecordsPerFile 1M)": lambda: write(
+            c.source(spark, args.rows), maxRecordsPerFile=1_000_000
+        ),
+        "initial: plain df.write.parquet (baseline)": lambda: c.source(spark, args.rows).write.parquet(
+            fresh()
+        ),
+        "state: read staged back (all columns) -> noop": lambda: noop(staged),
+        "state: read + 2 row hashes -> noop": lambda: noop(hashed(staged)),
+        "state: today: read + hash + groupBy(key) count/first/first -> write": lambda: write(
+            keystate.snapshot_state(staged, keys=KEYS)
+        ),
+        "state: today, with spark.sql.files.maxPartitionBytes=16m (more, smaller map tasks)": lambda: (
+            spark.conf.set("spark.sql.files.maxPartitionBytes", "16m"),
+            write(keystate.snapshot_state(spark.read.parquet(parts), keys=KEYS)),
+            spark.conf.unset("spark.sql.files.maxPartitionBytes"),
+        ),
+        "state alt: read + hash + window count by key (sort-based) -> write": lambda: write(
+            window_state(staged)
+        ),
+        "state alt: read + hash -> write, map-only (no shuffle)": lambda: write(
+            hashed(staged).withColumn(keystate.ROWS, F.lit(1).cast("long"))
+        ),
+        "state alt: key-only duplicate check (groupBy(id).count > 1, limit 6)": lambda: (
+            staged.select("id").groupBy("id").count().where(F.col("count") > 1).limit(6).collect()
+        ),
+        # the diff: pass 1 (state join), pass 2 (changed rows)
+        "diff pass 1: today: snapshot_state(source) full-outer-join old -> write": lambda: write(diff_full),
+        "diff pass 1 alt: window state(source) full-outer-join old -> write": lambda: write(diff_window),
+        "diff pass 2: today: source join changed keys (AQE decides) -> write": lambda: write(
+            c.changed_source(spark, args.rows).join(changed_keys, ["id"])
+        ),
+        "diff pass 2 alt: source join broadcast(changed keys) -> write": lambda: write(
+            c.changed_source(spark, args.rows).join(F.broadcast(changed_keys), ["id"])
+        ),
+        "source only: changed_source -> noop": lambda: noop(c.changed_source(spark, args.rows)),
+    }
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    try:
+        for fn in cases.values():  # warm-up pass on the real data: JIT, first-job costs
+            fn()
+        for rep in range(args.repeat):
+            names = list(cases) if rep % 2 == 0 else list(reversed(cases))
+            for name in names:
+                seconds, _ = c.timed(cases[name])
+                times[name].append(round(seconds, 3))
+                print(f"rep {rep + 1}: {seconds:7.2f} s  {name}", flush=True)
+            for p in work.glob("out*"):
+                shutil.rmtree(p)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = {
+        "probe": "cost of the pieces of a push, and cheaper alternatives",
+        "rows": args.rows,
+        "repeat": args.repeat,
+        "seconds": times,
+        "median_seconds": {k: round(c.median(v), 3) for k, v in times.items()},
+        "loadavg_before": load_before,
+        "loadavg_after": c.loadavg(),
+        **c.machine(spark),
+    }
+    path = c.write_result("probe_push_stages", out)
+    for k, v in out["median_seconds"].items():
+        print(f"{v:8.2f}  {k}")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
