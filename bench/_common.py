@@ -36,7 +36,7 @@ DELETED_MOD = (7,)
 
 
 def source(spark: Any, rows: int) -> Any:
-    """The same realistic 8-column frame as bench_push.py (long, strings, decimal, int, double,
+    """A realistic 8-column frame shared by the benchmarks (long, strings, decimal, int, double,
     timestamp, boolean), computed from ``spark.range`` (cheap to recompute, deterministic)."""
     from pyspark.sql import functions as F
 

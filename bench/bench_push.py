@@ -12,36 +12,21 @@ import os
 import platform
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import loadavg, source  # shared with the other benchmarks
+
 import openmirror_nb as om
 from openmirror_nb.runtime import get_spark
 
 RESULTS = Path(__file__).parent / "results"
-
-
-def source(spark, rows):
-    from pyspark.sql import functions as F
-
-    return spark.range(rows).select(
-        F.col("id"),
-        F.concat(F.lit("customer-"), (F.col("id") % 9973).cast("string")).alias("customer"),
-        ((F.col("id") % 100_000) / 100).cast("decimal(18,2)").alias("amount"),
-        (F.col("id") % 17).cast("int").alias("qty"),
-        (F.col("id") * 0.37).alias("price"),
-        F.when(F.col("id") % 3 == 0, "paid").otherwise("new").alias("status"),
-        (F.lit(1_760_000_000) + F.col("id")).cast("timestamp").alias("ordered_at"),
-        (F.col("id") % 2 == 0).alias("flag"),
-    )
-
-
-def loadavg():
-    """1, 5 and 15-minute load averages (the machine is shared: read them as noise)."""
-    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
 
 
 def timed(fn):
