@@ -30,7 +30,9 @@ class TableState:
         last_sequence_number: The last sequence number this tool published.
         pushes: How many pushes were committed.
         base: Key-state folder of the last snapshot push (keys + row hashes), if any.
-        deltas: Key-state folders of the change pushes since ``base``, oldest first.
+        deltas: Key-state folders of the pushes since ``base``, oldest first.
+        base_rows: Rows in ``base`` (0 without one); ``None`` in states older than the count.
+        delta_rows: Rows in ``deltas`` (keys touched, at most); ``None`` as for ``base_rows``.
     """
 
     key_columns: tuple[str, ...]
@@ -39,6 +41,8 @@ class TableState:
     pushes: int = 0
     base: str | None = None
     deltas: tuple[str, ...] = ()
+    base_rows: int | None = 0
+    delta_rows: int | None = 0
 
     @property
     def key_state(self) -> list[str]:
@@ -61,7 +65,46 @@ class TableState:
             pushes=int(doc.get("pushes", 0)),
             base=doc.get("base"),
             deltas=tuple(doc.get("deltas", ())),
+            base_rows=_count(doc.get("base_rows")),
+            delta_rows=_count(doc.get("delta_rows")),
         )
+
+
+def next_state(
+    prior: TableState | None,
+    *,
+    key_columns: tuple[str, ...],
+    schema: str,
+    folder: str,
+    new_base: bool,
+    rows: int,
+) -> TableState:
+    """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
+    (replacing base and deltas), or one more delta on top of ``prior``."""
+    before = prior or TableState(key_columns=key_columns, schema=schema, last_sequence_number=0)
+    base: str | None
+    deltas: tuple[str, ...]
+    base_rows: int | None
+    delta_rows: int | None
+    if new_base:
+        base, deltas, base_rows, delta_rows = folder, (), rows, 0
+    else:
+        base, deltas, base_rows = before.base, (*before.deltas, folder), before.base_rows
+        delta_rows = None if before.delta_rows is None else before.delta_rows + rows
+    return TableState(
+        key_columns=key_columns,
+        schema=schema,
+        last_sequence_number=before.last_sequence_number,
+        pushes=before.pushes + 1,
+        base=base,
+        deltas=deltas,
+        base_rows=base_rows,
+        delta_rows=delta_rows,
+    )
+
+
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def read_state(storage: Storage, folder: str) -> TableState | None:

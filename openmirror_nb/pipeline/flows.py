@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from openmirror_nb.errors import ChangeFeedError, KeyColumnsError, preview
 from openmirror_nb.model import ROW_MARKER, Compression, RowMarker, TableOptions
 from openmirror_nb.pipeline import checks, keystate, stage
+from openmirror_nb.state import TableState
 from openmirror_nb.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -63,10 +64,16 @@ class StageContext:
 
 @dataclass(frozen=True)
 class Staged:
-    """Checked files ready to publish, and the key state that goes with them."""
+    """Checked files ready to publish, and the key state that goes with them.
+
+    ``new_base`` says whether the key state written is a whole new base (initial load, or a diff
+    that compacted) or a delta on top of the current state; ``state_rows`` is how many rows it has.
+    """
 
     folder: str
     stats: stage.StagedStats
+    new_base: bool
+    state_rows: int
 
 
 def _write_state(ctx: StageContext, state: DataFrame) -> str:
@@ -83,7 +90,7 @@ def _check_state(ctx: StageContext, uri: str) -> None:
     for key in ctx.keys:
         null_key = null_key | F.col(f"`{key}`").isNull()
     state = ctx.spark.read.parquet(uri)
-    nulls = state.where(null_key).agg(F.sum(keystate.ROWS).alias("n")).collect()[0]["n"]
+    nulls = state.where(null_key).count()
     if nulls:
         raise KeyColumnsError(
             f"{nulls:,} row(s) of table {ctx.table!r} have a NULL in key columns {list(ctx.keys)}; "
@@ -96,7 +103,13 @@ def _check_state(ctx: StageContext, uri: str) -> None:
 
 
 def _finish(
-    ctx: StageContext, schema: StructType, *, split: bool, stats: stage.StagedStats | None = None
+    ctx: StageContext,
+    schema: StructType,
+    *,
+    split: bool,
+    new_base: bool,
+    state_rows: int | None,
+    stats: stage.StagedStats | None = None,
 ) -> Staged:
     """Count what was staged, merge fragments, and upload when Spark worked locally."""
     sub = "parts"
@@ -120,7 +133,8 @@ def _finish(
         stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
     ctx.upload(f"{ctx.staging}/{sub}")
     ctx.upload(ctx.state_dir)
-    return Staged(f"{ctx.staging}/{sub}", stats)
+    rows = sum(stats.rows_by_file.values()) if state_rows is None else state_rows
+    return Staged(f"{ctx.staging}/{sub}", stats, new_base=new_base, state_rows=rows)
 
 
 def _fragmented(stats: stage.StagedStats, *, files: int, rows_per_file: int) -> bool:
@@ -155,34 +169,82 @@ def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
     )
     _check_state(ctx, _write_state(ctx, keystate.snapshot_state(staged, keys=ctx.keys)))
     footers = None if ctx.options.is_delimited else stage.footer_stats(ctx.uri(f"{ctx.staging}/parts"))
-    return _finish(ctx, shaped.schema, split=True, stats=footers)
+    return _finish(ctx, shaped.schema, split=True, new_base=True, state_rows=None, stats=footers)
 
 
-def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: list[str], update_marker: int) -> Staged:
-    """A later snapshot: one join of key states finds what changed; only those rows are written."""
+def _effective(ctx: StageContext, prior: TableState) -> DataFrame | None:
+    """The table's current key state (see ``keystate.read_effective``)."""
+    small = prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
+    return keystate.read_effective(
+        ctx.spark,
+        base=ctx.fetch(prior.base) if prior.base else None,
+        deltas=[ctx.fetch(d) for d in prior.deltas],
+        keys=ctx.keys,
+        small_deltas=small,
+    )
+
+
+def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, update_marker: int) -> Staged:
+    """A later snapshot: one join of key states finds what changed; only those rows are written.
+
+    The key state written is a delta of the touched keys, or the whole next state when the
+    deltas have grown past ``keystate.compaction_due``. Rows that would fail the key checks
+    (NULL or duplicate keys) are always written, so the checks see them.
+    """
     from pyspark.sql import functions as F
 
-    old = keystate.read_effective(ctx.spark, uris=[ctx.fetch(p) for p in prior], keys=ctx.keys)
-    new = keystate.snapshot_state(shaped, keys=ctx.keys)
-    uri = _write_state(ctx, keystate.diff_states(new, old, keys=ctx.keys, update_marker=update_marker))
-    _check_state(ctx, uri)
-    diff = ctx.spark.read.parquet(uri).where(F.col(keystate.CHANGE).isNotNull())
-    keys = [F.col(f"`{k}`") for k in ctx.keys]
-    upserts = shaped.join(
-        diff.where(F.col(keystate.CHANGE) != int(RowMarker.DELETE)).select(*keys, keystate.CHANGE),
-        list(ctx.keys),
+    compact = keystate.compaction_due(
+        base_rows=prior.base_rows, delta_rows=prior.delta_rows, deltas=len(prior.deltas)
     )
+    new = keystate.snapshot_state(shaped, keys=ctx.keys)
+    diff = keystate.diff_states(new, _effective(ctx, prior), keys=ctx.keys, update_marker=update_marker)
+    changed = F.col(keystate.CHANGE).isNotNull()
+    uri = _write_state(ctx, diff if compact else diff.where(changed | (F.col(keystate.ROWS) > 1)))
+    _check_state(ctx, uri)
+    state = ctx.spark.read.parquet(uri)
+    state_rows = state.count() if compact else None
+    changes = state.where(changed)
+    counts = {r[0]: r[1] for r in changes.groupBy(keystate.CHANGE).count().collect()}
+    keys = [F.col(f"`{k}`") for k in ctx.keys]
+    touched = changes.where(F.col(keystate.CHANGE) != int(RowMarker.DELETE)).select(*keys, keystate.CHANGE)
+    if sum(counts.values()) <= keystate.BROADCAST_ROWS:
+        # the source is read a second time: a broadcast of the few changed keys keeps it map-only
+        touched = F.broadcast(touched)
+    upserts = shaped.join(touched, list(ctx.keys))
     data = [F.col(f"`{f.name}`") for f in shaped.schema.fields]
     typed_nulls = [
         F.col(f"`{f.name}`") if f.name in ctx.keys else F.lit(None).cast(f.dataType).alias(f.name)
         for f in shaped.schema.fields
     ]
-    deletes = diff.where(F.col(keystate.CHANGE) == int(RowMarker.DELETE))
+    deletes = changes.where(F.col(keystate.CHANGE) == int(RowMarker.DELETE))
     rows = upserts.select(*data, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER)).unionByName(
         deletes.select(*typed_nulls, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER))
     )
-    _write(ctx, rows, split=True)
-    return _finish(ctx, rows.schema, split=True)
+    # Each key occurs once in a diff, so its rows are dealt straight into as many files as the
+    # row count needs, rather than written as many fragments and merged afterwards.
+    _write(ctx, rows.repartition(max(1, math.ceil(sum(counts.values()) / ctx.rows_per_file))), split=True)
+    return _finish(
+        ctx,
+        rows.schema,
+        split=True,
+        new_base=compact,
+        state_rows=state_rows,
+        stats=_diff_stats(ctx, counts),
+    )
+
+
+def _diff_stats(ctx: StageContext, counts: dict[int, int]) -> stage.StagedStats | None:
+    """Rows per file from the Parquet footers, per marker from the key state, when they agree.
+
+    They differ only when the source query returned other rows on its second read (a table
+    written to meanwhile); Spark then counts what was really staged.
+    """
+    if ctx.options.is_delimited:
+        return None
+    footers = stage.footer_stats(ctx.uri(f"{ctx.staging}/parts"))
+    if footers is None or sum(footers.rows_by_file.values()) != sum(counts.values()):
+        return None
+    return stage.StagedStats(footers.rows_by_file, {int(m): n for m, n in counts.items()}, 0)
 
 
 def stage_changes(
@@ -214,15 +276,15 @@ def stage_changes(
             )
     delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited)
     _write_state(ctx, delta)
-    return _finish(ctx, rows.schema, split=False, stats=stats)
+    return _finish(ctx, rows.schema, split=False, new_base=False, state_rows=None, stats=stats)
 
 
-def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: list[str]) -> None:
+def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: TableState | None) -> None:
     """Prostore's rule (contract §9): a delete must carry exactly the current row, else the whole
     batch is refused. Compared through the key state's row hashes."""
     from pyspark.sql import functions as F
 
-    old = keystate.read_effective(ctx.spark, uris=[ctx.fetch(p) for p in prior], keys=ctx.keys)
+    old = _effective(ctx, prior) if prior else None
     h1, h2 = keystate.row_hashes(deletes, keys=ctx.keys)
     asked = deletes.select(*[F.col(f"`{k}`") for k in ctx.keys], h1.alias("_d1"), h2.alias("_d2"))
     if old is None:

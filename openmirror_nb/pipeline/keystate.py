@@ -10,9 +10,12 @@ column's scale (so a precision or scale change is a type change, refused earlier
 equality for those values.
 
 State files live under ``_openmirror/snapshots/<table>/<push id>/`` at the landing-zone root:
-one *base* (a full snapshot) and *deltas* (one per change push), each with one row per key:
-``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. ``_om_rows`` is how many rows the key has
-(0 = deleted); ``_om_change`` marks what a snapshot diff published for the key.
+one *base* (a full snapshot) and *deltas*, one per later push holding only the keys it touched,
+each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. ``_om_rows`` is
+how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot diff published for
+the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff
+cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next snapshot
+diff writes the whole state as a new base instead.
 """
 
 from __future__ import annotations
@@ -28,6 +31,29 @@ if TYPE_CHECKING:
 ROWS, H1, H2, CHANGE = "_om_rows", "_om_h1", "_om_h2", "_om_change"
 _SALT = "openmirror_nb/row-hash/3"
 _ORDER, _SOURCE = "_om_order", "_om_source"
+
+
+# Deltas are applied to the base by a broadcast while their rows stay under this bound (about
+# 40 MB of hash relation for a one-column key), which also caps how far they may grow.
+BROADCAST_ROWS = 1_000_000
+# Deltas stop growing at this fraction of the base (or at MAX_DELTAS pushes), whichever is first:
+# past it, rewriting the base once costs less than re-reading the deltas on every diff.
+COMPACT_FRACTION = 0.1
+COMPACT_MIN_ROWS = 100_000
+MAX_DELTAS = 16
+
+
+def compaction_due(*, base_rows: int | None, delta_rows: int | None, deltas: int) -> bool:
+    """Whether the next snapshot diff should write a whole new base instead of a delta.
+
+    ``None`` counts are states written before they were recorded: compacted at once.
+    """
+    if deltas == 0:
+        return False
+    if base_rows is None or delta_rows is None or deltas >= MAX_DELTAS:
+        return True
+    bound = min(max(COMPACT_MIN_ROWS, int(base_rows * COMPACT_FRACTION)), BROADCAST_ROWS)
+    return delta_rows > bound
 
 
 def _q(name: str) -> str:
@@ -61,14 +87,19 @@ def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]
 
 
 def snapshot_state(df: DataFrame, *, keys: tuple[str, ...]) -> DataFrame:
-    """One row per key of a snapshot: its row count (more than 1 = duplicate key) and hashes."""
+    """One row per row of a snapshot: its key, hashes, and how many rows share the key (>1 = duplicate).
+
+    A count over a window, not a group-by: the group-by's map-side hash map overflows and spills
+    when nearly every key is distinct (the usual case), while the window's sort on the key is the
+    one a later join on the key needs anyway, so the diff's join adds no shuffle on this side.
+    """
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     h1, h2 = row_hashes(df, keys=keys)
     hashed = df.select(*[F.col(_q(k)) for k in keys], h1.alias(H1), h2.alias(H2))
-    return hashed.groupBy(*[F.col(_q(k)) for k in keys]).agg(
-        F.count(F.lit(1)).alias(ROWS), F.first(H1).alias(H1), F.first(H2).alias(H2)
-    )
+    count = F.count(F.lit(1)).over(Window.partitionBy(*[F.col(_q(k)) for k in keys]))
+    return hashed.select(*[F.col(_q(k)) for k in keys], count.cast("long").alias(ROWS), H1, H2)
 
 
 def delta_state(staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True) -> DataFrame:
@@ -102,10 +133,23 @@ def delta_state(staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool
     )
 
 
-def read_effective(spark: SparkSession, *, uris: list[str], keys: tuple[str, ...]) -> DataFrame | None:
-    """The current state: the base snapshot with every later delta applied, live keys only."""
+def read_effective(
+    spark: SparkSession,
+    *,
+    base: str | None,
+    deltas: list[str],
+    keys: tuple[str, ...],
+    small_deltas: bool,
+) -> DataFrame | None:
+    """The current state: the base snapshot with every later delta applied, live keys only.
+
+    With ``small_deltas`` (the deltas' rows are known to fit a broadcast) the merged deltas are
+    applied to the base by a broadcast anti-join, so the base is read without a shuffle;
+    otherwise base and deltas are merged by one group-by on the key.
+    """
     from pyspark.sql import functions as F
 
+    uris = ([base] if base else []) + deltas
     if not uris:
         return None
     cols = [*keys, ROWS, H1, H2]
@@ -115,6 +159,20 @@ def read_effective(spark: SparkSession, *, uris: list[str], keys: tuple[str, ...
     ]
     if len(frames) == 1:
         return frames[0].where(F.col(ROWS) > 0).drop(_SOURCE)
+    if base and small_deltas:
+        changed = _latest(frames[1:], keys=keys)
+        touched = F.broadcast(changed.select(*[F.col(_q(k)) for k in keys]))
+        kept = frames[0].drop(_SOURCE).join(touched, list(keys), "left_anti")
+        return kept.unionByName(changed).where(F.col(ROWS) > 0)
+    return _latest(frames, keys=keys).where(F.col(ROWS) > 0)
+
+
+def _latest(frames: list[DataFrame], *, keys: tuple[str, ...]) -> DataFrame:
+    """Per key, the row of the newest frame that has it (tombstones included)."""
+    from pyspark.sql import functions as F
+
+    if len(frames) == 1:  # one delta already holds one row per key
+        return frames[0].drop(_SOURCE)
     merged = frames[0]
     for frame in frames[1:]:
         merged = merged.unionByName(frame)
@@ -125,13 +183,13 @@ def read_effective(spark: SparkSession, *, uris: list[str], keys: tuple[str, ...
         F.col(f"s.{ROWS}").alias(ROWS),
         F.col(f"s.{H1}").alias(H1),
         F.col(f"s.{H2}").alias(H2),
-    ).where(F.col(ROWS) > 0)
+    )
 
 
 def diff_states(
     new: DataFrame, old: DataFrame | None, *, keys: tuple[str, ...], update_marker: int
 ) -> DataFrame:
-    """Join the new snapshot's state with the old one: the next base, with what changed per key.
+    """Join the new snapshot's state with the old one: the next state, with what changed per key.
 
     ``_om_change`` is 0 for a new key, ``update_marker`` for a changed row, 2 for a key that is
     gone (kept as a tombstone with ``_om_rows`` 0) and NULL for an unchanged row.
@@ -140,14 +198,11 @@ def diff_states(
 
     if old is None:
         return new.withColumn(CHANGE, F.lit(int(RowMarker.INSERT)))
-    prior = old.select(
-        *[F.col(_q(k)) for k in keys],
-        F.col(H1).alias("_o1"),
-        F.col(H2).alias("_o2"),
-        F.lit(True).alias("_old"),
-    )
-    joined = new.withColumn("_new", F.lit(True)).join(prior, list(keys), "full_outer")
-    is_new, is_old = F.col("_new").isNotNull(), F.col("_old").isNotNull()
+    # No presence flags: the window's count is never NULL on the new side, nor a hash on the old
+    # one, and every column left out here is one less in the rows both shuffles carry.
+    prior = old.select(*[F.col(_q(k)) for k in keys], F.col(H1).alias("_o1"), F.col(H2).alias("_o2"))
+    joined = new.join(prior, list(keys), "full_outer")
+    is_new, is_old = F.col(ROWS).isNotNull(), F.col("_o1").isNotNull()
     changed = (F.col(H1) != F.col("_o1")) | (F.col(H2) != F.col("_o2"))
     change = (
         F.when(is_new & ~is_old, int(RowMarker.INSERT))

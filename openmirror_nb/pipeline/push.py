@@ -47,7 +47,7 @@ from openmirror_nb.publish import (
     recover,
 )
 from openmirror_nb.publish import staging_folder as staging_path
-from openmirror_nb.state import TableState, read_state
+from openmirror_nb.state import TableState, next_state, read_state
 from openmirror_nb.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -243,14 +243,14 @@ def _stage(
     if request.mode == "snapshot":
         if state is None:
             return flows.stage_initial(ctx, shaped)
-        return flows.stage_diff(ctx, shaped, prior=state.key_state, update_marker=request.update_marker)
+        return flows.stage_diff(ctx, shaped, prior=state, update_marker=request.update_marker)
     if request.strict_delete:
         from pyspark.sql import functions as F
 
         deletes = normalize(df, options=ctx.options, keep=frozenset({request.op})).where(
             to_marker(F.col(f"`{request.op}`"), "sys_op", update_marker=4) == int(RowMarker.DELETE)
         )
-        flows.check_strict_deletes(ctx, deletes.drop(request.op), prior=state.key_state if state else [])
+        flows.check_strict_deletes(ctx, deletes.drop(request.op), prior=state)
     return flows.stage_changes(
         ctx,
         shaped,
@@ -280,20 +280,16 @@ def _decide(
     parts = stage.list_parts(storage, staged.folder, staged.stats, keep_empty=first)
     start = next_sequence_number(storage, ref.folder, floor=state.last_sequence_number if state else 0)
     data_schema = type(shaped.schema)([f for f in shaped.schema.fields if f.name != ROW_MARKER])
-    base: str | None = ctx.state_dir
-    deltas: tuple[str, ...] = ()
-    obsolete: tuple[str, ...] = tuple(state.key_state) if state else ()
-    if request.mode == "changes":  # a change push adds a delta on top of the current state
-        base, obsolete = (state.base if state else None), ()
-        deltas = (*(state.deltas if state else ()), ctx.state_dir)
-    new_state = TableState(
+    new_state = next_state(
+        state,
         key_columns=ctx.keys,
         schema=data_schema.json(),
-        last_sequence_number=state.last_sequence_number if state else 0,
-        pushes=(state.pushes if state else 0) + 1,
-        base=base,
-        deltas=deltas,
+        folder=ctx.state_dir,
+        new_base=staged.new_base,
+        rows=staged.state_rows,
     )
+    # the key state a new base replaces goes once the new state is committed
+    obsolete = tuple(state.key_state) if state and staged.new_base else ()
     definition = checks.schema_definition(data_schema, ctx.keys) if ctx.options.is_delimited else ()
     metadata = (
         None

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
 from openmirror_nb.model import ROW_MARKER
+from openmirror_nb.pipeline import keystate
 from tests.conftest import tree_hash
 
 pytestmark = pytest.mark.spark
@@ -129,5 +132,45 @@ def test_mirror_holds_what_was_pushed(spark, db):
     expected = [i for i in range(500) if i % 7] + list(range(1000, 1010))
     assert mirrored["id"].tolist() == expected
     assert set(mirrored.loc[(mirrored.id % 5 == 0) & (mirrored.id < 500), "v"]) == {"five"}
-    state = sorted(p.name for p in (db.target.landing_zone / "_openmirror" / "snapshots" / "s.t").iterdir())
-    assert len(state) == 1  # the replaced key state was removed with the commit
+    lz = db.target.landing_zone
+    state = json.loads((lz / "s.schema" / "t" / "_openmirror" / "state.json").read_text())
+    on_disk = sorted(
+        f"_openmirror/snapshots/s.t/{p.name}" for p in (lz / "_openmirror/snapshots/s.t").iterdir()
+    )
+    assert on_disk == sorted([state["base"], *state["deltas"]]) and len(state["deltas"]) == 1
+    # the diff's key state holds only the keys it touched: 72 deleted, 85 changed, 10 new
+    delta = pq.read_table(lz / state["deltas"][0]).to_pylist()
+    assert len(delta) == state["delta_rows"] == 72 + 85 + 10 and state["base_rows"] == 500
+    assert {r[keystate.CHANGE] for r in delta} == {0, 2, 4}
+
+
+def test_deltas_are_compacted_into_a_new_base(spark, db, monkeypatch):
+    """Past MAX_DELTAS, the next diff writes the whole state as a base and drops the old files,
+    and later diffs (over base + deltas, applied by a broadcast) stay exact."""
+    monkeypatch.setattr(keystate, "MAX_DELTAS", 2)
+    lz = db.target.landing_zone
+    rows = {i: f"v{i}" for i in range(40)}
+    db.push(spark.createDataFrame(list(rows.items()), "id long, v string"), table="t", keys=["id"])
+    seen = []
+    for step in range(5):
+        rows[step] = f"changed{step}"  # one update
+        rows.pop(39 - step)  # one delete
+        rows[100 + step] = "new"  # one insert
+        result = db.push(spark.createDataFrame(list(rows.items()), "id long, v string"), table="t")
+        assert result.rows == {"insert": 1, "delete": 1, "upsert": 1}
+        state = json.loads((lz / "t" / "_openmirror" / "state.json").read_text())
+        on_disk = sorted(
+            f"_openmirror/snapshots/t/{p.name}" for p in (lz / "_openmirror/snapshots/t").iterdir()
+        )
+        assert on_disk == sorted([state["base"], *state["deltas"]])
+        seen.append((len(state["deltas"]), state["base_rows"], state["delta_rows"]))
+    # deltas 1 and 2, then a diff that writes the whole state (its tombstones included) as a base
+    assert [d for d, _, _ in seen] == [1, 2, 0, 1, 2]
+    assert seen[2][2] == 0 and seen[3][2] == 3 and seen[4][2] == 6
+    assert seen[2][1] == len(
+        pq.read_table(lz / json.loads((lz / "t/_openmirror/state.json").read_text())["base"])
+    )
+    om.LocalMirror(db.target.root).run_once()
+    mirrored = db.read_table("t", as_pandas=True).sort_values("id")
+    assert dict(zip(mirrored["id"], mirrored["v"], strict=True)) == rows
+    assert db.push(spark.createDataFrame(list(rows.items()), "id long, v string"), table="t").rows == {}

@@ -1,0 +1,142 @@
+"""Probe (not a headline benchmark): cheaper ways to keep and diff the key state.
+
+On N rows of the 8-column ``source()`` frame, medians of --repeat, one Spark session: the initial
+load's key state with a group-by vs a window count, written with Parquet's defaults vs without
+dictionary pages for the hash columns; the diff's state join writing the whole next state vs
+only the changed keys (a delta); reading a base with a small delta applied by a broadcast
+anti-join vs a group-by; and the second pass over the source with broadcast changed keys.
+Writes bench/results/probe_diff_state.json.
+
+Usage: .venv/bin/python bench/probe_diff_state.py [--rows 10000000] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _common as c
+
+from openmirror_nb.pipeline import keystate
+from openmirror_nb.pipeline.stage import _WRITE_CONF, session_conf
+from openmirror_nb.runtime import get_spark
+
+KEYS = ("id",)
+NO_DICT = {
+    f"parquet.enable.dictionary#{col}": "false" for col in (keystate.H1, keystate.H2, keystate.ROWS)
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    c.require_disk(4)
+    load_before = c.loadavg()
+    spark = get_spark()
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    work = Path(tempfile.mkdtemp(prefix="probe-diff-"))
+    n = 0
+
+    def fresh() -> str:
+        nonlocal n
+        n += 1
+        return str(work / f"out{n}")
+
+    def write(df: Any, **opts: Any) -> None:
+        with session_conf(spark, _WRITE_CONF):
+            df.write.options(**opts).parquet(fresh())
+
+    def hashed(df: Any) -> Any:
+        h1, h2 = keystate.row_hashes(df, keys=KEYS)
+        return df.select("id", h1.alias(keystate.H1), h2.alias(keystate.H2))
+
+    def window_state(df: Any) -> Any:
+        rows = F.count(F.lit(1)).over(Window.partitionBy(*KEYS)).cast("long")
+        return hashed(df).withColumn(keystate.ROWS, rows)
+
+    parts = str(work / "parts")
+    old_state = str(work / "old_state")
+    delta_state = str(work / "delta_state")
+    with session_conf(spark, _WRITE_CONF):
+        c.source(spark, args.rows).write.option("maxRecordsPerFile", 1_000_000).parquet(parts)
+        window_state(spark.read.parquet(parts)).write.parquet(old_state)
+    staged = spark.read.parquet(parts)
+    old = spark.read.parquet(old_state)
+    diff = keystate.diff_states(
+        window_state(c.changed_source(spark, args.rows)), old, keys=KEYS, update_marker=4
+    )
+    with session_conf(spark, _WRITE_CONF):
+        diff.where(F.col(keystate.CHANGE).isNotNull()).write.parquet(delta_state)
+    delta = spark.read.parquet(delta_state)
+    changed_keys = delta.select("id")
+    live_delta = delta.where(F.col(keystate.ROWS) > 0).select("id", keystate.ROWS, keystate.H1, keystate.H2)
+    applied_broadcast = old.join(F.broadcast(changed_keys), ["id"], "left_anti").unionByName(live_delta)
+    applied_groupby = keystate.read_effective(spark, uris=[old_state, delta_state], keys=KEYS)
+
+    cases: dict[str, Callable[[], Any]] = {
+        "initial: plain df.write.parquet (baseline)": lambda: c.source(spark, args.rows).write.parquet(fresh()),
+        "initial state: groupBy -> write": lambda: write(keystate.snapshot_state(staged, keys=KEYS)),
+        "initial state: window -> write": lambda: write(window_state(staged)),
+        "initial state: window -> write, no dictionary on hashes": lambda: write(window_state(staged), **NO_DICT),
+        "initial state: window -> write, no dictionary, uncompressed": lambda: write(
+            window_state(staged), compression="none", **NO_DICT
+        ),
+        "diff pass 1: window join old -> write whole state": lambda: write(diff, **NO_DICT),
+        "diff pass 1: window join old -> write changed keys only": lambda: write(
+            diff.where(F.col(keystate.CHANGE).isNotNull()), **NO_DICT
+        ),
+        "diff pass 1: window join (old + delta by broadcast anti-join) -> write changed": lambda: write(
+            keystate.diff_states(
+                window_state(c.changed_source(spark, args.rows)), applied_broadcast, keys=KEYS, update_marker=4
+            ).where(F.col(keystate.CHANGE).isNotNull()),
+            **NO_DICT,
+        ),
+        "diff pass 1: window join (old + delta by group-by) -> write changed": lambda: write(
+            keystate.diff_states(
+                window_state(c.changed_source(spark, args.rows)), applied_groupby, keys=KEYS, update_marker=4
+            ).where(F.col(keystate.CHANGE).isNotNull()),
+            **NO_DICT,
+        ),
+        "diff pass 2: source join broadcast(changed keys) -> write": lambda: write(
+            c.changed_source(spark, args.rows).join(F.broadcast(changed_keys), ["id"])
+        ),
+    }
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    try:
+        for fn in cases.values():  # warm-up pass: JIT, first-job costs
+            fn()
+        for rep in range(args.repeat):
+            names = list(cases) if rep % 2 == 0 else list(reversed(cases))
+            for name in names:
+                seconds, _ = c.timed(cases[name])
+                times[name].append(round(seconds, 3))
+                print(f"{seconds:7.2f} s  {name}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = {
+        "probe": "key state and diff alternatives",
+        "rows": args.rows,
+        "repeat": args.repeat,
+        "seconds": times,
+        "median_seconds": {k: round(c.median(v), 3) for k, v in times.items()},
+        "loadavg_before": load_before,
+        "loadavg_after": c.loadavg(),
+        **c.machine(spark),
+    }
+    path = c.write_result("probe_diff_state", out)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
