@@ -29,9 +29,7 @@ from openmirror_nb.pipeline.stage import _WRITE_CONF, session_conf
 from openmirror_nb.runtime import get_spark
 
 KEYS = ("id",)
-NO_DICT = {
-    f"parquet.enable.dictionary#{col}": "false" for col in (keystate.H1, keystate.H2, keystate.ROWS)
-}
+NO_DICT = {f"parquet.enable.dictionary#{col}": "false" for col in (keystate.H1, keystate.H2, keystate.ROWS)}
 
 
 def main() -> None:
@@ -85,10 +83,14 @@ def main() -> None:
     applied_groupby = keystate.read_effective(spark, uris=[old_state, delta_state], keys=KEYS)
 
     cases: dict[str, Callable[[], Any]] = {
-        "initial: plain df.write.parquet (baseline)": lambda: c.source(spark, args.rows).write.parquet(fresh()),
+        "initial: plain df.write.parquet (baseline)": lambda: c.source(spark, args.rows).write.parquet(
+            fresh()
+        ),
         "initial state: groupBy -> write": lambda: write(keystate.snapshot_state(staged, keys=KEYS)),
         "initial state: window -> write": lambda: write(window_state(staged)),
-        "initial state: window -> write, no dictionary on hashes": lambda: write(window_state(staged), **NO_DICT),
+        "initial state: window -> write, no dictionary on hashes": lambda: write(
+            window_state(staged), **NO_DICT
+        ),
         "initial state: window -> write, no dictionary, uncompressed": lambda: write(
             window_state(staged), compression="none", **NO_DICT
         ),
@@ -98,7 +100,10 @@ def main() -> None:
         ),
         "diff pass 1: window join (old + delta by broadcast anti-join) -> write changed": lambda: write(
             keystate.diff_states(
-                window_state(c.changed_source(spark, args.rows)), applied_broadcast, keys=KEYS, update_marker=4
+                window_state(c.changed_source(spark, args.rows)),
+                applied_broadcast,
+                keys=KEYS,
+                update_marker=4,
             ).where(F.col(keystate.CHANGE).isNotNull()),
             **NO_DICT,
         ),

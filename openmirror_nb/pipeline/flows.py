@@ -19,7 +19,7 @@ from openmirror_nb.state import TableState
 from openmirror_nb.storage.base import Storage
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 NO_SPLIT = 0  # maxRecordsPerFile 0: one file per Spark task, so a key's changes share a file
@@ -76,30 +76,49 @@ class Staged:
     state_rows: int
 
 
-def _write_state(ctx: StageContext, state: DataFrame) -> str:
-    uri = ctx.uri(ctx.state_dir)
-    state.write.mode("errorifexists").parquet(uri)
-    return uri
-
-
-def _check_state(ctx: StageContext, uri: str) -> None:
-    """Duplicate or NULL keys, found through Parquet statistics of the state files (cheap)."""
+def _write_state(ctx: StageContext, state: DataFrame, *, keep: Column | None = None) -> dict[str, int]:
+    """Write the key state (only the rows ``keep`` selects) and count, in the same job, what the
+    checks and the result need: rows, NULL-key rows, duplicate-key rows, and keys per change."""
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
+
+    def rows_where(cond: Column, name: str) -> Column:
+        return F.sum(F.when(cond, 1).otherwise(0)).alias(name)
 
     null_key = F.lit(False)
     for key in ctx.keys:
         null_key = null_key | F.col(f"`{key}`").isNull()
-    state = ctx.spark.read.parquet(uri)
-    nulls = state.where(null_key).count()
-    if nulls:
+    metrics = [
+        F.count(F.lit(1)).alias("rows"),
+        rows_where(null_key, "null_keys"),
+        rows_where(F.col(keystate.ROWS) > 1, "duplicate_rows"),
+    ]
+    if keystate.CHANGE in state.columns:
+        change = F.col(keystate.CHANGE)
+        metrics += [rows_where(change == int(m), f"change_{int(m)}") for m in RowMarker]
+    observation = Observation()
+    observed = state.observe(observation, *metrics)
+    (observed if keep is None else observed.where(keep)).write.mode("errorifexists").parquet(
+        ctx.uri(ctx.state_dir)
+    )
+    return {name: int(value or 0) for name, value in observation.get.items()}
+
+
+def _check_state(ctx: StageContext, seen: dict[str, int]) -> None:
+    """NULL or duplicate keys, as counted while the state was written; the few duplicate keys an
+    error names are read back from the state files (rows with duplicate keys are always kept)."""
+    from pyspark.sql import functions as F
+
+    if seen["null_keys"]:
         raise KeyColumnsError(
-            f"{nulls:,} row(s) of table {ctx.table!r} have a NULL in key columns {list(ctx.keys)}; "
-            "every key value must be set. Filter them out or fill them before pushing."
+            f"{seen['null_keys']:,} row(s) of table {ctx.table!r} have a NULL in key columns "
+            f"{list(ctx.keys)}; every key value must be set. Filter them out or fill them before pushing."
         )
-    dupes = state.where(F.col(keystate.ROWS) > 1).limit(6).collect()
-    if dupes:
-        found = [tuple(r[k] for k in ctx.keys) for r in dupes]
-        raise checks.duplicate_error(found, keys=ctx.keys, table=ctx.table)
+    if seen["duplicate_rows"]:
+        state = ctx.spark.read.parquet(ctx.uri(ctx.state_dir))
+        keys = [F.col(f"`{k}`") for k in ctx.keys]
+        dupes = state.where(F.col(keystate.ROWS) > 1).select(*keys).distinct().limit(6).collect()
+        raise checks.duplicate_error([tuple(r) for r in dupes], keys=ctx.keys, table=ctx.table)
 
 
 def _finish(
@@ -188,8 +207,8 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
     """A later snapshot: one join of key states finds what changed; only those rows are written.
 
     The key state written is a delta of the touched keys, or the whole next state when the
-    deltas have grown past ``keystate.compaction_due``. Rows that would fail the key checks
-    (NULL or duplicate keys) are always written, so the checks see them.
+    deltas have grown past ``keystate.compaction_due``. Rows with duplicate keys are always
+    written, so that the error can name them.
     """
     from pyspark.sql import functions as F
 
@@ -199,12 +218,10 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
     new = keystate.snapshot_state(shaped, keys=ctx.keys)
     diff = keystate.diff_states(new, _effective(ctx, prior), keys=ctx.keys, update_marker=update_marker)
     changed = F.col(keystate.CHANGE).isNotNull()
-    uri = _write_state(ctx, diff if compact else diff.where(changed | (F.col(keystate.ROWS) > 1)))
-    _check_state(ctx, uri)
-    state = ctx.spark.read.parquet(uri)
-    state_rows = state.count() if compact else None
-    changes = state.where(changed)
-    counts = {r[0]: r[1] for r in changes.groupBy(keystate.CHANGE).count().collect()}
+    seen = _write_state(ctx, diff, keep=None if compact else changed | (F.col(keystate.ROWS) > 1))
+    _check_state(ctx, seen)
+    counts = {int(m): seen[f"change_{int(m)}"] for m in RowMarker if seen[f"change_{int(m)}"]}
+    changes = ctx.spark.read.parquet(ctx.uri(ctx.state_dir)).where(changed)
     keys = [F.col(f"`{k}`") for k in ctx.keys]
     touched = changes.where(F.col(keystate.CHANGE) != int(RowMarker.DELETE)).select(*keys, keystate.CHANGE)
     if sum(counts.values()) <= keystate.BROADCAST_ROWS:
@@ -228,7 +245,7 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
         rows.schema,
         split=True,
         new_base=compact,
-        state_rows=state_rows,
+        state_rows=seen["rows"] if compact else None,
         stats=_diff_stats(ctx, counts),
     )
 
