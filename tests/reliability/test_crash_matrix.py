@@ -41,9 +41,11 @@ STEPS = ("after_staging", "after_journal", "between_renames", "before_state_comm
 JOURNALED = STEPS[1:]
 # Kills from outside while a Spark job of the push runs. The push's tasks block (and tell us)
 # as soon as the glob matches below the landing zone: "" blocks in the first job that reads the
-# DataFrame (initial load and change feed: writing the parts; snapshot diff: the key-state join),
-# the staging glob blocks once the parts are being written (for the diff, its second job).
-GATES = {"in_first_spark_job": "", "in_parts_job": f"_openmirror/staging/{w.TABLE}/*"}
+# DataFrame (initial load and change feed: writing the parts; snapshot diff: the key-state join).
+# The diff's second read of the DataFrame (writing the parts) comes once its key state is
+# complete, i.e. a second key-state folder holds a _SUCCESS; the map stage before the parts'
+# shuffle runs before Spark creates the staging folder, so that folder cannot be the signal.
+GATES = {"in_first_spark_job": "", "in_parts_job": f"_openmirror/snapshots/{w.TABLE}/*/_SUCCESS#2"}
 CASES = [
     *[(kind, step) for kind in w.KINDS for step in STEPS],
     *[(kind, "in_first_spark_job") for kind in w.KINDS],

@@ -85,15 +85,18 @@ def frame(spark: Any, rows: list[Any], schema: str, partitions: int) -> Any:
 
 def _gated(df: Any, lz: str, pattern: str, mark: str) -> Any:
     """``df`` whose tasks block for good once ``pattern`` matches below ``lz`` (an empty pattern:
-    at once), after touching ``mark``; until then values pass through unchanged."""
+    at once; ``glob#N``: once the glob matches N paths), after touching ``mark``; until then
+    values pass through unchanged."""
     from pyspark.sql import functions as F
+
+    glob_, _, least = pattern.partition("#")
 
     def passthrough(value: Any) -> Any:
         import glob
         import os
         import time
 
-        if not pattern or glob.glob(os.path.join(lz, pattern)):
+        if not pattern or len(glob.glob(os.path.join(lz, glob_))) >= int(least or 1):
             Path(mark).touch()
             while True:
                 time.sleep(1)
