@@ -106,6 +106,9 @@ def test_bad_later_snapshot_leaves_everything_untouched(spark, db):
     before = tree_hash(db.target.landing_zone)
     with pytest.raises(om.KeyColumnsError, match="not unique"):
         db.push(spark.createDataFrame([(1, "a", 1.0), (1, "b", 1.0)], SCHEMA), table="t")
+    # the same unchanged row twice: nothing to publish for it, yet still a duplicate key
+    with pytest.raises(om.KeyColumnsError, match="not unique in this snapshot: 1 occur"):
+        db.push(spark.createDataFrame([(1, "a", 1.0), (1, "a", 1.0), (2, "b", 2.0)], SCHEMA), table="t")
     with pytest.raises(om.KeyColumnsError, match="NULL"):
         db.push(spark.createDataFrame([(None, "a", 1.0)], SCHEMA), table="t")
     assert tree_hash(db.target.landing_zone) == before
