@@ -191,15 +191,16 @@ def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
     return _finish(ctx, shaped.schema, split=True, new_base=True, state_rows=None, stats=footers)
 
 
-def _effective(ctx: StageContext, prior: TableState) -> DataFrame | None:
-    """The table's current key state (see ``keystate.read_effective``)."""
-    small = prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
+def _effective(ctx: StageContext, prior: TableState, *, latest: DataFrame | None = None) -> DataFrame | None:
+    """The table's current key state, with ``latest`` applied (see ``keystate.read_effective``)."""
+    small = latest is None and prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
     return keystate.read_effective(
         ctx.spark,
         base=ctx.fetch(prior.base) if prior.base else None,
         deltas=[ctx.fetch(d) for d in prior.deltas],
         keys=ctx.keys,
         small_deltas=small,
+        latest=latest,
     )
 
 
@@ -270,11 +271,14 @@ def stage_changes(
     *,
     unique_keys: bool,
     invalid_values: Any,
+    prior: TableState | None,
 ) -> Staged:
     """A change feed: files hold whole keys in order; the key state records each key's last change.
 
     ``invalid_values`` is called only when operation values outside the convention were found,
-    to name a few of them in the error.
+    to name a few of them in the error. The key state written is this push's delta or, once the
+    deltas have grown past ``keystate.compaction_due``, the whole state as a new base, so a table
+    fed only by change pushes does not pile up deltas.
     """
     _write(ctx, rows, split=False)
     uri = ctx.uri(f"{ctx.staging}/parts")
@@ -292,6 +296,12 @@ def stage_changes(
                 f"sys_op batch of table {ctx.table!r}; a Prostore delta allows one change per key."
             )
     delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited)
+    compact = prior is not None and keystate.compaction_due(
+        base_rows=prior.base_rows, delta_rows=prior.delta_rows, deltas=len(prior.deltas)
+    )
+    if compact and prior is not None:
+        seen = _write_state(ctx, _effective(ctx, prior, latest=delta) or delta)
+        return _finish(ctx, rows.schema, split=False, new_base=True, state_rows=seen["rows"], stats=stats)
     _write_state(ctx, delta)
     return _finish(ctx, rows.schema, split=False, new_base=False, state_rows=None, stats=stats)
 

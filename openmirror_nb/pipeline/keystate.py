@@ -44,7 +44,7 @@ MAX_DELTAS = 16
 
 
 def compaction_due(*, base_rows: int | None, delta_rows: int | None, deltas: int) -> bool:
-    """Whether the next snapshot diff should write a whole new base instead of a delta.
+    """Whether the next push should write a whole new base instead of a delta.
 
     ``None`` counts are states written before they were recorded: compacted at once.
     """
@@ -140,22 +140,24 @@ def read_effective(
     deltas: list[str],
     keys: tuple[str, ...],
     small_deltas: bool,
+    latest: DataFrame | None = None,
 ) -> DataFrame | None:
     """The current state: the base snapshot with every later delta applied, live keys only.
 
     With ``small_deltas`` (the deltas' rows are known to fit a broadcast) the merged deltas are
     applied to the base by a broadcast anti-join, so the base is read without a shuffle;
-    otherwise base and deltas are merged by one group-by on the key.
+    otherwise base and deltas are merged by one group-by on the key. ``latest`` is one more
+    delta, not yet written, applied after the others.
     """
     from pyspark.sql import functions as F
 
-    uris = ([base] if base else []) + deltas
-    if not uris:
-        return None
     cols = [*keys, ROWS, H1, H2]
+    sources = [spark.read.parquet(uri) for uri in ([base] if base else []) + deltas]
+    sources += [latest] if latest is not None else []
+    if not sources:
+        return None
     frames = [
-        spark.read.parquet(uri).select(*[F.col(_q(c)) for c in cols]).withColumn(_SOURCE, F.lit(i))
-        for i, uri in enumerate(uris)
+        df.select(*[F.col(_q(c)) for c in cols]).withColumn(_SOURCE, F.lit(i)) for i, df in enumerate(sources)
     ]
     if len(frames) == 1:
         return frames[0].where(F.col(ROWS) > 0).drop(_SOURCE)

@@ -256,6 +256,7 @@ def _stage(
         shaped,
         unique_keys=request.convention == "sys_op",
         invalid_values=lambda: _invalid_ops(df, request),
+        prior=state,
     )
 
 

@@ -177,3 +177,44 @@ def test_deltas_are_compacted_into_a_new_base(spark, db, monkeypatch):
     mirrored = db.read_table("t", as_pandas=True).sort_values("id")
     assert dict(zip(mirrored["id"], mirrored["v"], strict=True)) == rows
     assert db.push(spark.createDataFrame(list(rows.items()), "id long, v string"), table="t").rows == {}
+
+
+def test_change_only_table_compacts_its_deltas(spark, db, monkeypatch):
+    """A table fed only by change pushes gets a new base past MAX_DELTAS; strict deletes and a
+    later snapshot diff, both read against that state, stay exact."""
+    monkeypatch.setattr(keystate, "MAX_DELTAS", 2)
+    lz = db.target.landing_zone
+    schema = "id long, v string, sys_op int"
+    batches = [
+        [(1, "a", 0), (2, "b", 0), (3, "c", 0)],
+        [(2, "B", 0), (4, "d", 0)],
+        [(3, "c", 1)],  # the third push compacts: a base of keys 1, 2, 4
+        [(5, "e", 0), (1, "a", 1)],
+    ]
+    seen = []
+    for batch in batches:
+        db.push(
+            spark.createDataFrame(batch, schema), table="t", keys=["id"], mode="changes", convention="sys_op"
+        )
+        state = json.loads((lz / "t" / "_openmirror" / "state.json").read_text())
+        on_disk = sorted(
+            f"_openmirror/snapshots/t/{p.name}" for p in (lz / "_openmirror/snapshots/t").iterdir()
+        )
+        assert on_disk == sorted([state["base"], *state["deltas"]] if state["base"] else state["deltas"])
+        seen.append((state["base"] is not None, len(state["deltas"]), state["base_rows"]))
+    assert seen == [(False, 1, 0), (False, 2, 0), (True, 0, 3), (True, 1, 3)]
+    base = pq.read_table(lz / json.loads((lz / "t/_openmirror/state.json").read_text())["base"])
+    assert sorted(base.column("id").to_pylist()) == [1, 2, 4]
+    with pytest.raises(om.ChangeFeedError, match="strict_delete"):  # 2 holds "B", not "b"
+        db.push(
+            spark.createDataFrame([(2, "b", 1)], schema),
+            table="t",
+            mode="changes",
+            convention="sys_op",
+            strict_delete=True,
+        )
+    result = db.push(spark.createDataFrame([(2, "B"), (4, "d"), (5, "e")], "id long, v string"), table="t")
+    assert result.rows == {}  # the state after compaction and one more delta is exactly the table
+    om.LocalMirror(db.target.root).run_once()
+    mirrored = db.read_table("t", as_pandas=True).sort_values("id")
+    assert list(zip(mirrored["id"], mirrored["v"], strict=True)) == [(2, "B"), (4, "d"), (5, "e")]
