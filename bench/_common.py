@@ -322,11 +322,11 @@ def child_main(run: Callable[[], dict[str, Any]]) -> None:
 
 # --- where the time goes in db.push ---------------------------------------------------------
 
-# (module, attribute, label): the stages of openmirror_nb/pipeline/flows.py and push.py.
+# (module, attribute, label): the stages of openmirror_nb/pipeline/context.py, stage.py and push.py.
 PHASES = (
-    ("openmirror_nb.pipeline.flows", "_write", "write data parts (source query + Parquet write)"),
-    ("openmirror_nb.pipeline.flows", "_write_state", "write key state (hash + groupBy/join + write)"),
-    ("openmirror_nb.pipeline.flows", "_check_state", "check keys on the state (NULL / duplicate)"),
+    ("openmirror_nb.pipeline.context", "write_data", "write data parts (source query + Parquet write)"),
+    ("openmirror_nb.pipeline.context", "write_state", "write key state (hash + window/join + write)"),
+    ("openmirror_nb.pipeline.context", "check_state", "check keys on the state (NULL / duplicate)"),
     ("openmirror_nb.pipeline.stage", "staged_stats", "staged stats (rows per file and marker)"),
     ("openmirror_nb.pipeline.stage", "compact", "compact small parts"),
     ("openmirror_nb.pipeline.push", "publish", "publish (journal + renames + state commit)"),

@@ -108,7 +108,8 @@ class MirroredDatabase:
             >>> db = om.connect()
             >>> db.push(df, table="sales.orders", keys=["order_id"])
         """
-        from openmirror_nb.pipeline.push import PushRequest, run_push
+        from openmirror_nb.pipeline.push import run_push
+        from openmirror_nb.pipeline.request import PushRequest
 
         if mode not in ("snapshot", "changes"):
             raise ConfigError(f"mode {mode!r} is not valid; use 'snapshot' or 'changes'.")

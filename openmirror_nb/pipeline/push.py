@@ -13,8 +13,7 @@ import tempfile
 import time
 import uuid
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from openmirror_nb.errors import ConfigError
 from openmirror_nb.landing_zone import (
@@ -25,18 +24,15 @@ from openmirror_nb.landing_zone import (
 )
 from openmirror_nb.model import (
     ROW_MARKER,
-    Compression,
-    Convention,
     PartnerInfo,
     PushMode,
     PushResult,
     RowMarker,
-    TableOptions,
-    TableRef,
 )
-from openmirror_nb.pipeline import checks, flows, stage
-from openmirror_nb.pipeline.changes import DEFAULT_OP_COLUMN, INVALID_MARKER, to_change_rows, to_marker
-from openmirror_nb.pipeline.normalize import check_columns, check_keys, normalize
+from openmirror_nb.pipeline import checks, context, flows, stage
+from openmirror_nb.pipeline.changes import to_marker
+from openmirror_nb.pipeline.normalize import normalize
+from openmirror_nb.pipeline.request import PushRequest, compression_for, invalid_ops, shape
 from openmirror_nb.publish import (
     Journal,
     JournalEntry,
@@ -54,80 +50,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 _MARKER_LABELS: dict[int, str] = {int(m): m.name.lower() for m in RowMarker}
-_COMPRESSIONS = ("none", "snappy", "gzip", "zstd")
 STATE_FOLDER = "_openmirror/snapshots"
-
-
-@dataclass(frozen=True)
-class PushRequest:
-    """Everything ``db.push`` was asked to do, already checked for form."""
-
-    table: TableRef
-    keys: tuple[str, ...] | None
-    mode: PushMode
-    op_column: str | None
-    convention: Convention
-    order_by: tuple[str, ...]
-    table_options: TableOptions | None
-    compression: Compression | None
-    rows_per_file: int
-    lock_timeout: float
-    partner: PartnerInfo
-    update_marker: int = int(RowMarker.UPSERT)
-    compact: bool = False
-    strict_delete: bool = False
-
-    @property
-    def op(self) -> str:
-        return self.op_column or DEFAULT_OP_COLUMN[self.convention]
-
-
-def _compression(request: PushRequest, options: TableOptions) -> Compression:
-    if request.compression not in (None, *_COMPRESSIONS):
-        raise ConfigError(
-            f"compression {request.compression!r} is not supported; use none, snappy, gzip or zstd."
-        )
-    if options.is_delimited:
-        if options.delimited.row_separator not in ("\n", "\r"):
-            raise ConfigError(
-                f"Table {request.table} declares RowSeparator {options.delimited.row_separator!r}; Spark "
-                "writes one-character line separators only, so use '\\n' or '\\r' (or Parquet)."
-            )
-        if request.compression not in (None, "none"):
-            raise ConfigError(
-                f"compression {request.compression!r} applies to Parquet only; delimited text is written "
-                "uncompressed (the contract does not say how compressed text is marked)."
-            )
-        return "none"
-    return request.compression or "snappy"
-
-
-def _shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: TableOptions) -> DataFrame:
-    if request.mode == "snapshot":
-        check_columns(df)
-        check_keys(df, keys)
-        return normalize(df, options=options)
-    check_columns(df, reserved_ok=frozenset({request.op}))
-    check_keys(df, keys)
-    shaped = normalize(df, options=options, keep=frozenset({request.op}))
-    return to_change_rows(
-        shaped,
-        op_column=request.op,
-        convention=request.convention,
-        keys=keys,
-        order_by=request.order_by,
-        update_marker=request.update_marker,
-        compact=request.compact,
-    )
-
-
-def _invalid_ops(df: DataFrame, request: PushRequest) -> list[Any]:
-    from pyspark.sql import functions as F
-
-    op = F.col(f"`{request.op}`")
-    marker = to_marker(op, request.convention, update_marker=request.update_marker)
-    rows = df.where(marker == INVALID_MARKER).select(op.alias("op")).distinct().limit(6).collect()
-    return [r["op"] for r in rows]
 
 
 class _Stale(Exception):
@@ -168,16 +91,16 @@ def _attempt(
         options = checks.resolve_options(request.table_options, meta, name)
         keys = checks.resolve_keys(request.keys, meta, name)
         state = read_state(storage, ref.folder)
-        shaped = _shape(df, request, keys, options)
+        shaped = shape(df, request, keys, options)
         checks.check_against_state(shaped.schema, state, options, name)
         push_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        ctx = flows.StageContext(
+        ctx = context.StageContext(
             storage=storage,
             spark=shaped.sparkSession,
             staging=staging_path(ref.key, push_id),
             state_dir=f"{STATE_FOLDER}/{ref.key}/{push_id}",
             options=options,
-            compression=_compression(request, options),
+            compression=compression_for(request, options),
             rows_per_file=request.rows_per_file,
             keys=keys,
             table=name,
@@ -238,8 +161,12 @@ def _internal_parents(key: str) -> tuple[str, ...]:
 
 
 def _stage(
-    ctx: flows.StageContext, df: DataFrame, shaped: DataFrame, request: PushRequest, state: TableState | None
-) -> flows.Staged:
+    ctx: context.StageContext,
+    df: DataFrame,
+    shaped: DataFrame,
+    request: PushRequest,
+    state: TableState | None,
+) -> context.Staged:
     if request.mode == "snapshot":
         if state is None:
             return flows.stage_initial(ctx, shaped)
@@ -255,16 +182,16 @@ def _stage(
         ctx,
         shaped,
         unique_keys=request.convention == "sys_op",
-        invalid_values=lambda: _invalid_ops(df, request),
+        invalid_values=lambda: invalid_ops(df, request),
         prior=state,
     )
 
 
 def _decide(
-    ctx: flows.StageContext,
+    ctx: context.StageContext,
     shaped: DataFrame,
     request: PushRequest,
-    staged: flows.Staged,
+    staged: context.Staged,
     *,
     push_id: str,
     staged_against: TableState | None,

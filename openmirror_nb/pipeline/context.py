@@ -1,0 +1,192 @@
+"""What every push flow shares: where it stages (``StageContext``), what it hands to publish
+(``Staged``), and the writes and checks of data parts and key state.
+
+Where Spark cannot write to the store (OneLake outside Fabric) it works in a local folder, and
+the files to publish are uploaded into the store's staging folder.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openmirror_nb.errors import KeyColumnsError
+from openmirror_nb.model import Compression, RowMarker, TableOptions
+from openmirror_nb.pipeline import checks, keystate, stage
+from openmirror_nb.state import TableState
+from openmirror_nb.storage.base import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+NO_SPLIT = 0  # maxRecordsPerFile 0: one file per Spark task, so a key's changes share a file
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """Where and how one push stages its files."""
+
+    storage: Storage
+    spark: SparkSession
+    staging: str
+    state_dir: str
+    options: TableOptions
+    compression: Compression
+    rows_per_file: int
+    keys: tuple[str, ...]
+    table: str
+    local_dir: str | None = None
+
+    def uri(self, path: str) -> str:
+        if self.local_dir is None:
+            return self.storage.uri(path)
+        return (Path(self.local_dir) / path).as_uri()
+
+    def fetch(self, path: str) -> str:
+        """A Spark URI for a store folder, downloading it first if Spark cannot read the store."""
+        if self.local_dir is not None:
+            for rel, _ in self.storage.walk_files(path):
+                target = Path(self.local_dir) / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(self.storage.read_bytes(rel))
+        return self.uri(path)
+
+    def upload(self, path: str) -> None:
+        if self.local_dir is None:
+            return
+        root = Path(self.local_dir)
+        files = [p for p in (root / path).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))]
+        self.storage.upload_files([(str(p), p.relative_to(root).as_posix()) for p in files])
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Checked files ready to publish, and the key state that goes with them.
+
+    ``new_base`` says whether the key state written is a whole new base (initial load, or a diff
+    that compacted) or a delta on top of the current state; ``state_rows`` is how many rows it has.
+    """
+
+    folder: str
+    stats: stage.StagedStats
+    new_base: bool
+    state_rows: int
+
+
+def write_state(ctx: StageContext, state: DataFrame, *, keep: Column | None = None) -> dict[str, int]:
+    """Write the key state (only the rows ``keep`` selects) and count, in the same job, what the
+    checks and the result need: rows, NULL-key rows, duplicate-key rows, and keys per change."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    def rows_where(cond: Column, name: str) -> Column:
+        return F.sum(F.when(cond, 1).otherwise(0)).alias(name)
+
+    null_key = F.lit(False)
+    for key in ctx.keys:
+        null_key = null_key | F.col(f"`{key}`").isNull()
+    metrics = [
+        F.count(F.lit(1)).alias("rows"),
+        rows_where(null_key, "null_keys"),
+        rows_where(F.col(keystate.ROWS) > 1, "duplicate_rows"),
+    ]
+    if keystate.CHANGE in state.columns:
+        change = F.col(keystate.CHANGE)
+        metrics += [rows_where(change == int(m), f"change_{int(m)}") for m in RowMarker]
+    observation = Observation()
+    observed = state.observe(observation, *metrics)
+    (observed if keep is None else observed.where(keep)).write.mode("errorifexists").parquet(
+        ctx.uri(ctx.state_dir)
+    )
+    return {name: int(value or 0) for name, value in observation.get.items()}
+
+
+def check_state(ctx: StageContext, seen: dict[str, int]) -> None:
+    """NULL or duplicate keys, as counted while the state was written; the few duplicate keys an
+    error names are read back from the state files (rows with duplicate keys are always kept)."""
+    from pyspark.sql import functions as F
+
+    if seen["null_keys"]:
+        raise KeyColumnsError(
+            f"{seen['null_keys']:,} row(s) of table {ctx.table!r} have a NULL in key columns "
+            f"{list(ctx.keys)}; every key value must be set. Filter them out or fill them before pushing."
+        )
+    if seen["duplicate_rows"]:
+        state = ctx.spark.read.parquet(ctx.uri(ctx.state_dir))
+        keys = [F.col(f"`{k}`") for k in ctx.keys]
+        dupes = state.where(F.col(keystate.ROWS) > 1).select(*keys).distinct().limit(6).collect()
+        raise checks.duplicate_error([tuple(r) for r in dupes], keys=ctx.keys, table=ctx.table)
+
+
+def finish(
+    ctx: StageContext,
+    schema: StructType,
+    *,
+    split: bool,
+    new_base: bool,
+    state_rows: int | None,
+    stats: stage.StagedStats | None = None,
+) -> Staged:
+    """Count what was staged, merge fragments, and upload when Spark worked locally."""
+    sub = "parts"
+    uri = ctx.uri(f"{ctx.staging}/{sub}")
+    kw: dict[str, Any] = {"options": ctx.options, "schema": schema, "keys": ctx.keys}
+    stats = stats or stage.staged_stats(ctx.spark, uri=uri, **kw)
+    files = max(1, math.ceil(sum(stats.rows_by_file.values()) / ctx.rows_per_file))
+    if _fragmented(stats, files=files, rows_per_file=ctx.rows_per_file):
+        merged = ctx.uri(f"{ctx.staging}/compact")
+        stage.compact(
+            ctx.spark,
+            src_uri=uri,
+            dst_uri=merged,
+            schema=schema,
+            options=ctx.options,
+            compression=ctx.compression,
+            files=files,
+            rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
+        )
+        sub, uri = "compact", merged
+        stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
+    ctx.upload(f"{ctx.staging}/{sub}")
+    ctx.upload(ctx.state_dir)
+    rows = sum(stats.rows_by_file.values()) if state_rows is None else state_rows
+    return Staged(f"{ctx.staging}/{sub}", stats, new_base=new_base, state_rows=rows)
+
+
+def _fragmented(stats: stage.StagedStats, *, files: int, rows_per_file: int) -> bool:
+    """Many small parts (a shuffled or over-partitioned source) make the service lag.
+
+    Merging keeps every part whole and in order, and parts this small are never split by the
+    reader, so a key's changes (all in one part, design §4) stay in order.
+    """
+    names = list(stats.rows_by_file)
+    if len(names) <= files:
+        return False
+    whole = all(stage.part_order(n)[1] == 0 for n in names)
+    return whole and sum(stats.rows_by_file.values()) / len(names) < rows_per_file / 4
+
+
+def write_data(ctx: StageContext, df: DataFrame, *, split: bool) -> None:
+    stage.write_parts(
+        df,
+        uri=ctx.uri(f"{ctx.staging}/parts"),
+        options=ctx.options,
+        compression=ctx.compression,
+        rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
+    )
+
+
+def effective(ctx: StageContext, prior: TableState, *, latest: DataFrame | None = None) -> DataFrame | None:
+    """The table's current key state, with ``latest`` applied (see ``keystate.read_effective``)."""
+    small = latest is None and prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
+    return keystate.read_effective(
+        ctx.spark,
+        base=ctx.fetch(prior.base) if prior.base else None,
+        deltas=[ctx.fetch(d) for d in prior.deltas],
+        keys=ctx.keys,
+        small_deltas=small,
+        latest=latest,
+    )

@@ -1,0 +1,97 @@
+"""What ``db.push`` was asked to do (``PushRequest``), and the DataFrame shaped for it: checked
+columns and keys, normalized values, and for change feeds the marker column in order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from openmirror_nb.errors import ConfigError
+from openmirror_nb.model import (
+    Compression,
+    Convention,
+    PartnerInfo,
+    PushMode,
+    RowMarker,
+    TableOptions,
+    TableRef,
+)
+from openmirror_nb.pipeline.changes import DEFAULT_OP_COLUMN, INVALID_MARKER, to_change_rows, to_marker
+from openmirror_nb.pipeline.normalize import check_columns, check_keys, normalize
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_COMPRESSIONS = ("none", "snappy", "gzip", "zstd")
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    """Everything ``db.push`` was asked to do, already checked for form."""
+
+    table: TableRef
+    keys: tuple[str, ...] | None
+    mode: PushMode
+    op_column: str | None
+    convention: Convention
+    order_by: tuple[str, ...]
+    table_options: TableOptions | None
+    compression: Compression | None
+    rows_per_file: int
+    lock_timeout: float
+    partner: PartnerInfo
+    update_marker: int = int(RowMarker.UPSERT)
+    compact: bool = False
+    strict_delete: bool = False
+
+    @property
+    def op(self) -> str:
+        return self.op_column or DEFAULT_OP_COLUMN[self.convention]
+
+
+def compression_for(request: PushRequest, options: TableOptions) -> Compression:
+    if request.compression not in (None, *_COMPRESSIONS):
+        raise ConfigError(
+            f"compression {request.compression!r} is not supported; use none, snappy, gzip or zstd."
+        )
+    if options.is_delimited:
+        if options.delimited.row_separator not in ("\n", "\r"):
+            raise ConfigError(
+                f"Table {request.table} declares RowSeparator {options.delimited.row_separator!r}; Spark "
+                "writes one-character line separators only, so use '\\n' or '\\r' (or Parquet)."
+            )
+        if request.compression not in (None, "none"):
+            raise ConfigError(
+                f"compression {request.compression!r} applies to Parquet only; delimited text is written "
+                "uncompressed (the contract does not say how compressed text is marked)."
+            )
+        return "none"
+    return request.compression or "snappy"
+
+
+def shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: TableOptions) -> DataFrame:
+    if request.mode == "snapshot":
+        check_columns(df)
+        check_keys(df, keys)
+        return normalize(df, options=options)
+    check_columns(df, reserved_ok=frozenset({request.op}))
+    check_keys(df, keys)
+    shaped = normalize(df, options=options, keep=frozenset({request.op}))
+    return to_change_rows(
+        shaped,
+        op_column=request.op,
+        convention=request.convention,
+        keys=keys,
+        order_by=request.order_by,
+        update_marker=request.update_marker,
+        compact=request.compact,
+    )
+
+
+def invalid_ops(df: DataFrame, request: PushRequest) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    op = F.col(f"`{request.op}`")
+    marker = to_marker(op, request.convention, update_marker=request.update_marker)
+    rows = df.where(marker == INVALID_MARKER).select(op.alias("op")).distinct().limit(6).collect()
+    return [r["op"] for r in rows]
