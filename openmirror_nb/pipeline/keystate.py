@@ -14,8 +14,8 @@ one *base* (a full snapshot) and *deltas*, one per later push holding only the k
 each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. ``_om_rows`` is
 how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot diff published for
 the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff
-cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next snapshot
-diff writes the whole state as a new base instead.
+cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next push
+(snapshot diff or change feed) writes the whole state as a new base instead.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 ROWS, H1, H2, CHANGE = "_om_rows", "_om_h1", "_om_h2", "_om_change"
 _SALT = "openmirror_nb/row-hash/3"
 _ORDER, _SOURCE = "_om_order", "_om_source"
-
 
 # Deltas are applied to the base by a broadcast while their rows stay under this bound (about
 # 40 MB of hash relation for a one-column key), which also caps how far they may grow.
