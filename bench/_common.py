@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -460,3 +461,64 @@ def summarize_phases(profiles: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# --- probes: scratch outputs and alternating, warmed-up timing of named cases ----------------------
+
+
+class Scratch:
+    """Numbered output folders under ``work`` and the two writes probes time (Parquet, noop)."""
+
+    def __init__(self, spark: Any, work: Path) -> None:
+        self.spark, self.work, self.n = spark, work, 0
+
+    def fresh(self) -> str:
+        self.n += 1
+        return str(self.work / f"out{self.n}")
+
+    def write(self, df: Any, **opts: Any) -> None:
+        """A Parquet write with the library's own write settings."""
+        from openmirror_nb.pipeline.stage import _WRITE_CONF, session_conf
+
+        with session_conf(self.spark, _WRITE_CONF):
+            df.write.options(**opts).parquet(self.fresh())
+
+    @staticmethod
+    def noop(df: Any) -> None:
+        df.write.format("noop").mode("overwrite").save()
+
+    def clear(self) -> None:
+        for p in self.work.glob("out*"):
+            shutil.rmtree(p)
+
+
+def time_cases(
+    cases: dict[str, Callable[[], Any]], *, repeat: int, scratch: Scratch
+) -> dict[str, list[float]]:
+    """One warm-up pass (JIT, first-job costs), then ``repeat`` passes in alternating order."""
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for fn in cases.values():
+        fn()
+    for rep in range(repeat):
+        for name in list(cases) if rep % 2 == 0 else list(reversed(cases)):
+            seconds, _ = timed(cases[name])
+            times[name].append(round(seconds, 3))
+            print(f"rep {rep + 1}: {seconds:7.2f} s  {name}", flush=True)
+        scratch.clear()
+    return times
+
+
+def groupby_state(df: Any, keys: tuple[str, ...]) -> Any:
+    """The key state as session 1 computed it (a group-by on the key), kept so the probes can
+    compare it with the library's window count (``keystate.snapshot_state``)."""
+    from pyspark.sql import functions as F
+
+    from openmirror_nb.pipeline import keystate
+
+    h1, h2 = keystate.row_hashes(df, keys=keys)
+    hashed = df.select(*keys, h1.alias(keystate.H1), h2.alias(keystate.H2))
+    return hashed.groupBy(*keys).agg(
+        F.count(F.lit(1)).alias(keystate.ROWS),
+        F.first(keystate.H1).alias(keystate.H1),
+        F.first(keystate.H2).alias(keystate.H2),
+    )

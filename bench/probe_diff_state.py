@@ -44,16 +44,8 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     work = Path(tempfile.mkdtemp(prefix="probe-diff-"))
-    n = 0
-
-    def fresh() -> str:
-        nonlocal n
-        n += 1
-        return str(work / f"out{n}")
-
-    def write(df: Any, **opts: Any) -> None:
-        with session_conf(spark, _WRITE_CONF):
-            df.write.options(**opts).parquet(fresh())
+    scratch = c.Scratch(spark, work)
+    fresh, write = scratch.fresh, scratch.write
 
     def hashed(df: Any) -> Any:
         h1, h2 = keystate.row_hashes(df, keys=KEYS)
@@ -80,13 +72,15 @@ def main() -> None:
     changed_keys = delta.select("id")
     live_delta = delta.where(F.col(keystate.ROWS) > 0).select("id", keystate.ROWS, keystate.H1, keystate.H2)
     applied_broadcast = old.join(F.broadcast(changed_keys), ["id"], "left_anti").unionByName(live_delta)
-    applied_groupby = keystate.read_effective(spark, uris=[old_state, delta_state], keys=KEYS)
+    applied_groupby = keystate.read_effective(
+        spark, base=old_state, deltas=[delta_state], keys=KEYS, small_deltas=False
+    )
 
     cases: dict[str, Callable[[], Any]] = {
         "initial: plain df.write.parquet (baseline)": lambda: c.source(spark, args.rows).write.parquet(
             fresh()
         ),
-        "initial state: groupBy -> write": lambda: write(keystate.snapshot_state(staged, keys=KEYS)),
+        "initial state: groupBy -> write": lambda: write(c.groupby_state(staged, KEYS)),
         "initial state: window -> write": lambda: write(window_state(staged)),
         "initial state: window -> write, no dictionary on hashes": lambda: write(
             window_state(staged), **NO_DICT
@@ -117,16 +111,8 @@ def main() -> None:
             c.changed_source(spark, args.rows).join(F.broadcast(changed_keys), ["id"])
         ),
     }
-    times: dict[str, list[float]] = {k: [] for k in cases}
     try:
-        for fn in cases.values():  # warm-up pass: JIT, first-job costs
-            fn()
-        for rep in range(args.repeat):
-            names = list(cases) if rep % 2 == 0 else list(reversed(cases))
-            for name in names:
-                seconds, _ = c.timed(cases[name])
-                times[name].append(round(seconds, 3))
-                print(f"{seconds:7.2f} s  {name}", flush=True)
+        times = c.time_cases(cases, repeat=args.repeat, scratch=scratch)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out = {

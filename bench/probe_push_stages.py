@@ -41,32 +41,21 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     work = Path(tempfile.mkdtemp(prefix="probe-push-"))
-    n = 0
-
-    def fresh() -> str:
-        nonlocal n
-        n += 1
-        return str(work / f"out{n}")
-
-    def write(df: Any, **opts: Any) -> None:
-        with session_conf(spark, _WRITE_CONF):
-            df.write.options(**opts).parquet(fresh())
-
-    def noop(df: Any) -> None:
-        df.write.format("noop").mode("overwrite").save()
+    scratch = c.Scratch(spark, work)
+    fresh, write, noop = scratch.fresh, scratch.write, scratch.noop
 
     parts = str(work / "parts")
     old_state = str(work / "old_state")
     diff_state = str(work / "diff_state")
     with session_conf(spark, _WRITE_CONF):
         c.source(spark, args.rows).write.option("maxRecordsPerFile", 1_000_000).parquet(parts)
-        keystate.snapshot_state(spark.read.parquet(parts), keys=KEYS).withColumn(
-            keystate.CHANGE, F.lit(0)
-        ).write.parquet(old_state)
+        c.groupby_state(spark.read.parquet(parts), KEYS).withColumn(keystate.CHANGE, F.lit(0)).write.parquet(
+            old_state
+        )
     staged = spark.read.parquet(parts)
-    old = keystate.read_effective(spark, uris=[old_state], keys=KEYS)
+    old = keystate.read_effective(spark, base=old_state, deltas=[], keys=KEYS, small_deltas=True)
     diff_full = keystate.diff_states(
-        keystate.snapshot_state(c.changed_source(spark, args.rows), keys=KEYS),
+        c.groupby_state(c.changed_source(spark, args.rows), KEYS),
         old,
         keys=KEYS,
         update_marker=4,
@@ -93,7 +82,7 @@ def main() -> None:
     )
 
     cases: dict[str, Callable[[], Any]] = {
-        # the initial load: the data write and the pieces of today's key state
+        # the initial load: the data write and the pieces of session 1's key state
         "initial: data parts write (source -> Parquet, maxRecordsPerFile 1M)": lambda: write(
             c.source(spark, args.rows), maxRecordsPerFile=1_000_000
         ),
@@ -102,12 +91,12 @@ def main() -> None:
         ),
         "state: read staged back (all columns) -> noop": lambda: noop(staged),
         "state: read + 2 row hashes -> noop": lambda: noop(hashed(staged)),
-        "state: today: read + hash + groupBy(key) count/first/first -> write": lambda: write(
-            keystate.snapshot_state(staged, keys=KEYS)
+        "state: session 1: read + hash + groupBy(key) count/first/first -> write": lambda: write(
+            c.groupby_state(staged, KEYS)
         ),
-        "state: today, with spark.sql.files.maxPartitionBytes=16m (more, smaller map tasks)": lambda: (
+        "state: session 1, with spark.sql.files.maxPartitionBytes=16m (more, smaller map tasks)": lambda: (
             spark.conf.set("spark.sql.files.maxPartitionBytes", "16m"),
-            write(keystate.snapshot_state(spark.read.parquet(parts), keys=KEYS)),
+            write(c.groupby_state(spark.read.parquet(parts), KEYS)),
             spark.conf.unset("spark.sql.files.maxPartitionBytes"),
         ),
         "state alt: read + hash + window count by key (sort-based) -> write": lambda: write(
@@ -120,9 +109,11 @@ def main() -> None:
             staged.select("id").groupBy("id").count().where(F.col("count") > 1).limit(6).collect()
         ),
         # the diff: pass 1 (state join), pass 2 (changed rows)
-        "diff pass 1: today: snapshot_state(source) full-outer-join old -> write": lambda: write(diff_full),
+        "diff pass 1: session 1: snapshot_state(source) full-outer-join old -> write": lambda: write(
+            diff_full
+        ),
         "diff pass 1 alt: window state(source) full-outer-join old -> write": lambda: write(diff_window),
-        "diff pass 2: today: source join changed keys (AQE decides) -> write": lambda: write(
+        "diff pass 2: session 1: source join changed keys (AQE decides) -> write": lambda: write(
             c.changed_source(spark, args.rows).join(changed_keys, ["id"])
         ),
         "diff pass 2 alt: source join broadcast(changed keys) -> write": lambda: write(
@@ -130,18 +121,8 @@ def main() -> None:
         ),
         "source only: changed_source -> noop": lambda: noop(c.changed_source(spark, args.rows)),
     }
-    times: dict[str, list[float]] = {k: [] for k in cases}
     try:
-        for fn in cases.values():  # warm-up pass on the real data: JIT, first-job costs
-            fn()
-        for rep in range(args.repeat):
-            names = list(cases) if rep % 2 == 0 else list(reversed(cases))
-            for name in names:
-                seconds, _ = c.timed(cases[name])
-                times[name].append(round(seconds, 3))
-                print(f"rep {rep + 1}: {seconds:7.2f} s  {name}", flush=True)
-            for p in work.glob("out*"):
-                shutil.rmtree(p)
+        times = c.time_cases(cases, repeat=args.repeat, scratch=scratch)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out = {
