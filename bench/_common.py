@@ -522,3 +522,32 @@ def groupby_state(df: Any, keys: tuple[str, ...]) -> Any:
         F.first(keystate.H1).alias(keystate.H1),
         F.first(keystate.H2).alias(keystate.H2),
     )
+
+
+def write_probe(
+    name: str,
+    *,
+    title: str,
+    rows: int,
+    repeat: int,
+    times: dict[str, list[float]],
+    load_before: Any,
+    spark: Any,
+) -> Path:
+    """bench/results/<name>.json for a probe: every time, the medians, load and machine."""
+    medians = {k: round(median(v), 3) for k, v in times.items()}
+    out = {
+        "probe": title,
+        "rows": rows,
+        "repeat": repeat,
+        "seconds": times,
+        "median_seconds": medians,
+        "loadavg_before": load_before,
+        "loadavg_after": loadavg(),
+        **machine(spark),
+    }
+    path = write_result(name, out)
+    for k, v in medians.items():
+        print(f"{v:8.2f}  {k}")
+    print(f"wrote {path}")
+    return path

@@ -115,18 +115,15 @@ def main() -> None:
         times = c.time_cases(cases, repeat=args.repeat, scratch=scratch)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    out = {
-        "probe": "key state and diff alternatives",
-        "rows": args.rows,
-        "repeat": args.repeat,
-        "seconds": times,
-        "median_seconds": {k: round(c.median(v), 3) for k, v in times.items()},
-        "loadavg_before": load_before,
-        "loadavg_after": c.loadavg(),
-        **c.machine(spark),
-    }
-    path = c.write_result("probe_diff_state", out)
-    print(f"wrote {path}")
+    c.write_probe(
+        "probe_diff_state",
+        title="key state and diff alternatives",
+        rows=args.rows,
+        repeat=args.repeat,
+        times=times,
+        load_before=load_before,
+        spark=spark,
+    )
 
 
 if __name__ == "__main__":

@@ -125,20 +125,15 @@ def main() -> None:
         times = c.time_cases(cases, repeat=args.repeat, scratch=scratch)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    out = {
-        "probe": "cost of the pieces of a push, and cheaper alternatives",
-        "rows": args.rows,
-        "repeat": args.repeat,
-        "seconds": times,
-        "median_seconds": {k: round(c.median(v), 3) for k, v in times.items()},
-        "loadavg_before": load_before,
-        "loadavg_after": c.loadavg(),
-        **c.machine(spark),
-    }
-    path = c.write_result("probe_push_stages", out)
-    for k, v in out["median_seconds"].items():
-        print(f"{v:8.2f}  {k}")
-    print(f"wrote {path}")
+    c.write_probe(
+        "probe_push_stages",
+        title="cost of the pieces of a push, and cheaper alternatives",
+        rows=args.rows,
+        repeat=args.repeat,
+        times=times,
+        load_before=load_before,
+        spark=spark,
+    )
 
 
 if __name__ == "__main__":
