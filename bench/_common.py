@@ -551,3 +551,16 @@ def write_probe(
         print(f"{v:8.2f}  {k}")
     print(f"wrote {path}")
     return path
+
+
+@contextlib.contextmanager
+def forced_compaction() -> Iterator[None]:
+    """The next push writes the whole key state as a new base (any delta makes it due)."""
+    from openmirror_nb.pipeline import keystate
+
+    saved = keystate.MAX_DELTAS
+    keystate.MAX_DELTAS = 1
+    try:
+        yield
+    finally:
+        keystate.MAX_DELTAS = saved
