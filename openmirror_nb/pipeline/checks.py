@@ -106,10 +106,7 @@ def check_stats(
 ) -> None:
     """Reject NULL keys and invalid markers found in the staged files."""
     if stats.null_key_rows:
-        raise KeyColumnsError(
-            f"{stats.null_key_rows:,} row(s) of table {table!r} have a NULL in key columns {list(keys)}; "
-            "every key value must be set. Filter them out or fill them before pushing."
-        )
+        raise null_key_error(stats.null_key_rows, keys=keys, table=table)
     bad = stats.rows_by_marker.get(INVALID_MARKER, 0)
     if bad:
         shown = preview(invalid_values, limit=5)
@@ -117,6 +114,13 @@ def check_stats(
             f"{bad:,} change row(s) of table {table!r} have operation value(s) {shown}; the row-marker "
             "convention accepts only 0 (insert), 1 (update), 2 (delete) and 4 (upsert)."
         )
+
+
+def null_key_error(rows: int, *, keys: tuple[str, ...], table: str) -> KeyColumnsError:
+    return KeyColumnsError(
+        f"{rows:,} row(s) of table {table!r} have a NULL in key columns {list(keys)}; "
+        "every key value must be set. Filter them out or fill them before pushing."
+    )
 
 
 def duplicate_error(dupes: list[tuple[Any, ...]], *, keys: tuple[str, ...], table: str) -> KeyColumnsError:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb.errors import KeyColumnsError
 from openmirror_nb.model import Compression, RowMarker, TableOptions
 from openmirror_nb.pipeline import checks, keystate, stage
 from openmirror_nb.state import TableState
@@ -85,12 +84,9 @@ def write_state(ctx: StageContext, state: DataFrame, *, keep: Column | None = No
     def rows_where(cond: Column, name: str) -> Column:
         return F.sum(F.when(cond, 1).otherwise(0)).alias(name)
 
-    null_key = F.lit(False)
-    for key in ctx.keys:
-        null_key = null_key | F.col(f"`{key}`").isNull()
     metrics = [
         F.count(F.lit(1)).alias("rows"),
-        rows_where(null_key, "null_keys"),
+        rows_where(stage.any_null(ctx.keys), "null_keys"),
         rows_where(F.col(keystate.ROWS) > 1, "duplicate_rows"),
     ]
     if keystate.CHANGE in state.columns:
@@ -110,10 +106,7 @@ def check_state(ctx: StageContext, seen: dict[str, int]) -> None:
     from pyspark.sql import functions as F
 
     if seen["null_keys"]:
-        raise KeyColumnsError(
-            f"{seen['null_keys']:,} row(s) of table {ctx.table!r} have a NULL in key columns "
-            f"{list(ctx.keys)}; every key value must be set. Filter them out or fill them before pushing."
-        )
+        raise checks.null_key_error(seen["null_keys"], keys=ctx.keys, table=ctx.table)
     if seen["duplicate_rows"]:
         state = ctx.spark.read.parquet(ctx.uri(ctx.state_dir))
         keys = [F.col(f"`{k}`") for k in ctx.keys]

@@ -40,9 +40,7 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
     """
     from pyspark.sql import functions as F
 
-    compact = keystate.compaction_due(
-        base_rows=prior.base_rows, delta_rows=prior.delta_rows, deltas=len(prior.deltas)
-    )
+    compact = keystate.compaction_due(prior)
     new = keystate.snapshot_state(shaped, keys=ctx.keys)
     old = context.effective(ctx, prior)
     diff = keystate.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
@@ -50,10 +48,11 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
     seen = context.write_state(ctx, diff, keep=None if compact else changed | (F.col(keystate.ROWS) > 1))
     context.check_state(ctx, seen)
     counts = {int(m): seen[f"change_{int(m)}"] for m in RowMarker if seen[f"change_{int(m)}"]}
+    total = sum(counts.values())
     changes = ctx.spark.read.parquet(ctx.uri(ctx.state_dir)).where(changed)
     keys = [F.col(f"`{k}`") for k in ctx.keys]
     touched = changes.where(F.col(keystate.CHANGE) != int(RowMarker.DELETE)).select(*keys, keystate.CHANGE)
-    if sum(counts.values()) <= keystate.BROADCAST_ROWS:
+    if total <= keystate.BROADCAST_ROWS:
         # the source is read a second time: a broadcast of the few changed keys keeps it map-only
         touched = F.broadcast(touched)
     upserts = shaped.join(touched, list(ctx.keys))
@@ -68,7 +67,7 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
     )
     # Each key occurs once in a diff, so its rows are dealt straight into as many files as the
     # row count needs, rather than written as many fragments and merged afterwards.
-    files = max(1, math.ceil(sum(counts.values()) / ctx.rows_per_file))
+    files = max(1, math.ceil(total / ctx.rows_per_file))
     context.write_data(ctx, rows.repartition(files), split=True)
     return context.finish(
         ctx,
@@ -125,10 +124,7 @@ def stage_changes(
                 f"sys_op batch of table {ctx.table!r}; a Prostore delta allows one change per key."
             )
     delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited)
-    compact = prior is not None and keystate.compaction_due(
-        base_rows=prior.base_rows, delta_rows=prior.delta_rows, deltas=len(prior.deltas)
-    )
-    if compact and prior is not None:
+    if prior is not None and keystate.compaction_due(prior):
         seen = context.write_state(ctx, context.effective(ctx, prior, latest=delta) or delta)
         written: int | None = seen["rows"]
     else:

@@ -28,6 +28,8 @@ from openmirror_nb.pipeline.stage import PART_NAME
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+    from openmirror_nb.state import TableState
+
 ROWS, H1, H2, CHANGE = "_om_rows", "_om_h1", "_om_h2", "_om_change"
 _SALT = "openmirror_nb/row-hash/3"
 _ORDER, _SOURCE = "_om_order", "_om_source"
@@ -42,17 +44,17 @@ COMPACT_MIN_ROWS = 100_000
 MAX_DELTAS = 16
 
 
-def compaction_due(*, base_rows: int | None, delta_rows: int | None, deltas: int) -> bool:
-    """Whether the next push should write a whole new base instead of a delta.
+def compaction_due(state: TableState | None) -> bool:
+    """Whether the next push should write a whole new base instead of another delta.
 
     ``None`` counts are states written before they were recorded: compacted at once.
     """
-    if deltas == 0:
+    if state is None or not state.deltas:
         return False
-    if base_rows is None or delta_rows is None or deltas >= MAX_DELTAS:
+    if state.base_rows is None or state.delta_rows is None or len(state.deltas) >= MAX_DELTAS:
         return True
-    bound = min(max(COMPACT_MIN_ROWS, int(base_rows * COMPACT_FRACTION)), BROADCAST_ROWS)
-    return delta_rows > bound
+    bound = min(max(COMPACT_MIN_ROWS, int(state.base_rows * COMPACT_FRACTION)), BROADCAST_ROWS)
+    return state.delta_rows > bound
 
 
 def _q(name: str) -> str:

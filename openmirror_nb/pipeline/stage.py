@@ -18,7 +18,7 @@ from openmirror_nb.model import ROW_MARKER, Compression, TableOptions
 from openmirror_nb.storage.base import Storage
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 # part-<task>-<uuid>-c<file>.<ext>; the uuid itself can hold "-c<digits>", so match it exactly.
@@ -111,6 +111,16 @@ def read_staged(spark: SparkSession, *, uri: str, schema: StructType, options: T
     return reader.parquet(uri)
 
 
+def any_null(keys: tuple[str, ...]) -> Column:
+    """True for a row with a NULL in any of ``keys``."""
+    from pyspark.sql import functions as F
+
+    cond = F.lit(False)
+    for key in keys:
+        cond = cond | F.col(f"`{key}`").isNull()
+    return cond
+
+
 def staged_stats(
     spark: SparkSession, *, uri: str, schema: StructType, options: TableOptions, keys: tuple[str, ...]
 ) -> StagedStats:
@@ -119,9 +129,7 @@ def staged_stats(
 
     with session_conf(spark, _WRITE_CONF):
         staged = read_staged(spark, uri=uri, schema=schema, options=options)
-        null_key = F.lit(False)
-        for key in keys:
-            null_key = null_key | F.col(f"`{key}`").isNull()
+        null_key = any_null(keys)
         marker = F.col(ROW_MARKER) if ROW_MARKER in schema.fieldNames() else F.lit(None).cast("int")
         rows = (
             staged.groupBy(F.col("_metadata.file_name").alias("file"), marker.alias("marker"))
