@@ -33,6 +33,8 @@ class TableState:
         deltas: Key-state folders of the pushes since ``base``, oldest first.
         base_rows: Rows in ``base`` (0 without one); ``None`` in states older than the count.
         delta_rows: Rows in ``deltas`` (keys touched, at most); ``None`` as for ``base_rows``.
+        buckets: The hash-bucket count every folder of the key state is laid out in (see
+            ``pipeline.buckets``); ``None`` when any folder is not, which reads them plainly.
     """
 
     key_columns: tuple[str, ...]
@@ -43,6 +45,7 @@ class TableState:
     deltas: tuple[str, ...] = ()
     base_rows: int | None = 0
     delta_rows: int | None = 0
+    buckets: int | None = None
 
     @property
     def key_state(self) -> list[str]:
@@ -67,6 +70,7 @@ class TableState:
             deltas=tuple(doc.get("deltas", ())),
             base_rows=_count(doc.get("base_rows")),
             delta_rows=_count(doc.get("delta_rows")),
+            buckets=_count(doc.get("buckets")),
         )
 
 
@@ -78,9 +82,12 @@ def next_state(
     folder: str,
     new_base: bool,
     rows: int,
+    buckets: int | None = None,
 ) -> TableState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
-    (replacing base and deltas), or one more delta on top of ``prior``."""
+    (replacing base and deltas), or one more delta on top of ``prior``. ``buckets`` is the
+    bucket layout ``folder`` was written in, if any; a delta keeps the state's layout only if it
+    has the same one."""
     before = prior or TableState(key_columns=key_columns, schema=schema, last_sequence_number=0)
     base: str | None
     deltas: tuple[str, ...]
@@ -91,6 +98,8 @@ def next_state(
     else:
         base, deltas, base_rows = before.base, (*before.deltas, folder), before.base_rows
         delta_rows = None if before.delta_rows is None else before.delta_rows + rows
+        if before.key_state and buckets != before.buckets:
+            buckets = None
     return TableState(
         key_columns=key_columns,
         schema=schema,
@@ -100,6 +109,7 @@ def next_state(
         deltas=deltas,
         base_rows=base_rows,
         delta_rows=delta_rows,
+        buckets=buckets,
     )
 
 

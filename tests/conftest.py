@@ -36,6 +36,15 @@ def tree_hash(root: Path) -> str:
     return digest.hexdigest()
 
 
+@pytest.fixture(autouse=True)
+def small_buckets(monkeypatch):
+    """Test tables have tens of rows: a few rows per bucket gives them several buckets, so every
+    push in the suite runs the bucket layout as a large table would (see pipeline.buckets)."""
+    from openmirror_nb.pipeline import buckets
+
+    monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 7)
+
+
 @pytest.fixture
 def lz_hash():
     return tree_hash

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.model import Compression, RowMarker, TableOptions
-from openmirror_nb.pipeline import checks, keystate, stage
+from openmirror_nb.pipeline import buckets as buckets_mod
+from openmirror_nb.pipeline import checks, keystate, snapdiff, stage
 from openmirror_nb.state import TableState
 from openmirror_nb.storage.base import Storage
 
@@ -66,18 +67,36 @@ class Staged:
     """Checked files ready to publish, and the key state that goes with them.
 
     ``new_base`` says whether the key state written is a whole new base (initial load, or a diff
-    that compacted) or a delta on top of the current state; ``state_rows`` is how many rows it has.
+    that compacted) or a delta on top of the current state; ``state_rows`` is how many rows it has;
+    ``buckets`` is its bucket layout, if it has one (see ``pipeline.buckets``).
     """
 
     folder: str
     stats: stage.StagedStats
     new_base: bool
     state_rows: int
+    buckets: int | None = None
 
 
-def write_state(ctx: StageContext, state: DataFrame, *, keep: Column | None = None) -> dict[str, int]:
+def bucket_target(ctx: StageContext, prior: TableState | None, *, rows: int) -> int:
+    """The bucket count to write this push's key state in: the table's, once it has one, else
+    one for the state's size (``rows`` pushed now, plus what the state holds)."""
+    if prior is not None and prior.buckets:
+        return prior.buckets
+    held = (prior.base_rows or 0) + (prior.delta_rows or 0) if prior is not None else 0
+    return buckets_mod.count(ctx.spark, rows=rows + held)
+
+
+def write_state(
+    ctx: StageContext, state: DataFrame, *, keep: Column | None = None, buckets: int | None = None
+) -> dict[str, int]:
     """Write the key state (only the rows ``keep`` selects) and count, in the same job, what the
-    checks and the result need: rows, NULL-key rows, duplicate-key rows, and keys per change."""
+    checks and the result need: rows, NULL-key rows, duplicate-key rows, and keys per change.
+
+    ``buckets``: ``state`` is expected in that bucket layout. Rows outside their bucket are
+    counted as they are written; with none, the files are named as buckets and ``seen["buckets"]``
+    is the count (else 0).
+    """
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -92,12 +111,19 @@ def write_state(ctx: StageContext, state: DataFrame, *, keep: Column | None = No
     if keystate.CHANGE in state.columns:
         change = F.col(keystate.CHANGE)
         metrics += [rows_where(change == int(m), f"change_{int(m)}") for m in RowMarker]
+    if buckets:
+        state = buckets_mod.tag(state)
+        metrics.append(buckets_mod.misplaced(ctx.keys, buckets))
     observation = Observation()
     observed = state.observe(observation, *metrics)
-    (observed if keep is None else observed.where(keep)).write.mode("errorifexists").parquet(
-        ctx.uri(ctx.state_dir)
-    )
-    return {name: int(value or 0) for name, value in observation.get.items()}
+    observed = observed if keep is None else observed.where(keep)
+    observed.drop(buckets_mod.PLACE).write.mode("errorifexists").parquet(ctx.uri(ctx.state_dir))
+    seen = {name: int(value or 0) for name, value in observation.get.items()}
+    seen["buckets"] = 0
+    if buckets and not seen["misplaced"]:
+        buckets_mod.name_files(ctx, ctx.state_dir)
+        seen["buckets"] = buckets
+    return seen
 
 
 def check_state(ctx: StageContext, seen: dict[str, int]) -> None:
@@ -122,6 +148,7 @@ def finish(
     new_base: bool,
     state_rows: int | None,
     stats: stage.StagedStats | None = None,
+    buckets: int | None = None,
 ) -> Staged:
     """Count what was staged, merge fragments, and upload when Spark worked locally."""
     sub = "parts"
@@ -146,7 +173,7 @@ def finish(
     ctx.upload(f"{ctx.staging}/{sub}")
     ctx.upload(ctx.state_dir)
     rows = sum(stats.rows_by_file.values()) if state_rows is None else state_rows
-    return Staged(f"{ctx.staging}/{sub}", stats, new_base=new_base, state_rows=rows)
+    return Staged(f"{ctx.staging}/{sub}", stats, new_base=new_base, state_rows=rows, buckets=buckets or None)
 
 
 def _fragmented(stats: stage.StagedStats, *, files: int, rows_per_file: int) -> bool:
@@ -172,8 +199,11 @@ def write_data(ctx: StageContext, df: DataFrame, *, split: bool) -> None:
     )
 
 
-def effective(ctx: StageContext, prior: TableState, *, latest: DataFrame | None = None) -> DataFrame | None:
-    """The table's current key state, with ``latest`` applied (see ``keystate.read_effective``)."""
+def effective(
+    ctx: StageContext, prior: TableState, *, latest: DataFrame | None = None, place: int | None = None
+) -> DataFrame | None:
+    """The table's current key state, with ``latest`` applied, merged into ``place`` buckets
+    (see ``keystate.read_effective``)."""
     small = latest is None and prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
     return keystate.read_effective(
         ctx.spark,
@@ -182,4 +212,18 @@ def effective(ctx: StageContext, prior: TableState, *, latest: DataFrame | None 
         keys=ctx.keys,
         small_deltas=small,
         latest=latest,
+        place=place,
+    )
+
+
+def stored(ctx: StageContext, prior: TableState, *, place: int) -> tuple[DataFrame | None, DataFrame | None]:
+    """The table's stored key state for a diff (see ``snapdiff.stored``)."""
+    return snapdiff.stored(
+        ctx.spark,
+        base=ctx.fetch(prior.base) if prior.base else None,
+        deltas=[ctx.fetch(d) for d in prior.deltas],
+        keys=ctx.keys,
+        small_deltas=prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS,
+        buckets=prior.buckets,
+        place=place,
     )

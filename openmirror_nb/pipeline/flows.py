@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.errors import ChangeFeedError, preview
 from openmirror_nb.model import ROW_MARKER, RowMarker
-from openmirror_nb.pipeline import checks, context, keystate, stage
+from openmirror_nb.pipeline import checks, context, keystate, snapdiff, stage
 from openmirror_nb.pipeline.context import StageContext, Staged
 from openmirror_nb.state import TableState
 
@@ -26,9 +26,17 @@ def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
     staged = stage.read_staged(
         ctx.spark, uri=ctx.uri(f"{ctx.staging}/parts"), schema=shaped.schema, options=ctx.options
     )
-    context.check_state(ctx, context.write_state(ctx, keystate.snapshot_state(staged, keys=ctx.keys)))
-    footers = None if ctx.options.is_delimited else stage.footer_stats(ctx.uri(f"{ctx.staging}/parts"))
-    return context.finish(ctx, shaped.schema, split=True, new_base=True, state_rows=None, stats=footers)
+    uri = ctx.uri(f"{ctx.staging}/parts")
+    kw: dict[str, Any] = {"options": ctx.options, "schema": shaped.schema, "keys": ctx.keys}
+    # counted first (footers, or one Spark job for text) to size the key state's buckets
+    stats = None if ctx.options.is_delimited else stage.footer_stats(uri)
+    stats = stats or stage.staged_stats(ctx.spark, uri=uri, **kw)
+    n = context.bucket_target(ctx, None, rows=sum(stats.rows_by_file.values()))
+    seen = context.write_state(ctx, snapdiff.snapshot_state(staged, keys=ctx.keys, buckets=n), buckets=n)
+    context.check_state(ctx, seen)
+    return context.finish(
+        ctx, shaped.schema, split=True, new_base=True, state_rows=None, stats=stats, buckets=seen["buckets"]
+    )
 
 
 def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, update_marker: int) -> Staged:
@@ -41,11 +49,15 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
     from pyspark.sql import functions as F
 
     compact = keystate.compaction_due(prior)
-    new = keystate.snapshot_state(shaped, keys=ctx.keys)
-    old = context.effective(ctx, prior)
-    diff = keystate.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
+    # Both sides in the stored state's buckets: the stored side is then read without a shuffle,
+    # and the join's output (the next state) is in the same buckets.
+    n = context.bucket_target(ctx, prior, rows=0)
+    old, touched = context.stored(ctx, prior, place=n)
+    new = snapdiff.snapshot_state(shaped, keys=ctx.keys, buckets=n, touched=touched)
+    diff = snapdiff.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
     changed = F.col(keystate.CHANGE).isNotNull()
-    seen = context.write_state(ctx, diff, keep=None if compact else changed | (F.col(keystate.ROWS) > 1))
+    keep = None if compact else changed | (F.col(keystate.ROWS) > 1)
+    seen = context.write_state(ctx, diff, keep=keep, buckets=n)
     context.check_state(ctx, seen)
     counts = {int(m): seen[f"change_{int(m)}"] for m in RowMarker if seen[f"change_{int(m)}"]}
     total = sum(counts.values())
@@ -76,6 +88,7 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
         new_base=compact,
         state_rows=seen["rows"] if compact else None,
         stats=_diff_stats(ctx, counts),
+        buckets=seen["buckets"],
     )
 
 
@@ -123,15 +136,23 @@ def stage_changes(
                 f"Keys {preview([d[0] if len(d) == 1 else d for d in dupes])} occur more than once in this "
                 f"sys_op batch of table {ctx.table!r}; a Prostore delta allows one change per key."
             )
-    delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited)
+    n = context.bucket_target(ctx, prior, rows=sum(stats.rows_by_file.values()))
+    delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited, buckets=n)
+    written: int | None = None
     if prior is not None and keystate.compaction_due(prior):
-        seen = context.write_state(ctx, context.effective(ctx, prior, latest=delta) or delta)
-        written: int | None = seen["rows"]
+        merged = context.effective(ctx, prior, latest=delta, place=n) or delta
+        seen = context.write_state(ctx, merged, buckets=n)
+        written = seen["rows"]
     else:
-        context.write_state(ctx, delta)
-        written = None
+        seen = context.write_state(ctx, delta, buckets=n)
     return context.finish(
-        ctx, rows.schema, split=False, new_base=written is not None, state_rows=written, stats=stats
+        ctx,
+        rows.schema,
+        split=False,
+        new_base=written is not None,
+        state_rows=written,
+        stats=stats,
+        buckets=seen["buckets"],
     )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from openmirror_nb.model import ROW_MARKER, RowMarker
+from openmirror_nb.pipeline import buckets as buckets_mod
 from openmirror_nb.pipeline.stage import PART_NAME
 
 if TYPE_CHECKING:
@@ -87,43 +88,31 @@ def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]
     return F.xxhash64(*parts), F.xxhash64(F.lit(_SALT), *parts)
 
 
-def snapshot_state(df: DataFrame, *, keys: tuple[str, ...]) -> DataFrame:
-    """One row per row of a snapshot: its key, hashes, and how many rows share the key (>1 = duplicate).
-
-    A count over a window, not a group-by: the group-by's map-side hash map overflows and spills
-    when nearly every key is distinct (the usual case), while the window's sort on the key is the
-    one a later join on the key needs anyway, so the diff's join adds no shuffle on this side.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    h1, h2 = row_hashes(df, keys=keys)
-    hashed = df.select(*[F.col(_q(k)) for k in keys], h1.alias(H1), h2.alias(H2))
-    count = F.count(F.lit(1)).over(Window.partitionBy(*[F.col(_q(k)) for k in keys]))
-    return hashed.select(*[F.col(_q(k)) for k in keys], count.cast("long").alias(ROWS), H1, H2)
-
-
-def delta_state(staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True) -> DataFrame:
+def delta_state(
+    staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True, buckets: int | None = None
+) -> DataFrame:
     """One row per key of a published change set: the key's state after its last change.
 
     Publication order is the staged part order (Spark task, then file counter) and the row
     position inside the part, which is exactly the order the mirror applies them in. Text files
     have no ``_metadata.row_index``; their reading order stands in (a staged text part is read as
-    one split, being far smaller than ``spark.sql.files.maxPartitionBytes``).
+    one split, being far smaller than ``spark.sql.files.maxPartitionBytes``). With ``buckets``
+    the result is in that bucket layout (see ``pipeline.buckets``).
     """
     from pyspark.sql import functions as F
 
     h1, h2 = row_hashes(staged, keys=keys)
     name = F.col("_metadata.file_name")
     position = F.col("_metadata.row_index") if has_row_index else F.monotonically_increasing_id()
-    # Materialised first: an aggregate may not take a non-deterministic argument.
-    staged = staged.withColumn(_ORDER, position)
     order = F.struct(
         F.regexp_extract(name, PART_NAME, 1).cast("long"),
         F.regexp_extract(name, PART_NAME, 2).cast("long"),
-        F.col(_ORDER),
+        position,
     )
-    last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), order)
+    # Materialised first: an aggregate may not take a non-deterministic argument, and the file
+    # name is only known before the rows are moved into their buckets.
+    staged = buckets_mod.place(staged.withColumn(_ORDER, order), keys=keys, buckets=buckets)
+    last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), F.col(_ORDER))
     grouped = staged.groupBy(*[F.col(_q(k)) for k in keys]).agg(last.alias("last"))
     deleted = F.col("last.m") == int(RowMarker.DELETE)
     return grouped.select(
@@ -142,24 +131,23 @@ def read_effective(
     keys: tuple[str, ...],
     small_deltas: bool,
     latest: DataFrame | None = None,
+    place: int | None = None,
 ) -> DataFrame | None:
     """The current state: the base snapshot with every later delta applied, live keys only.
 
     With ``small_deltas`` (the deltas' rows are known to fit a broadcast) the merged deltas are
     applied to the base by a broadcast anti-join, so the base is read without a shuffle;
-    otherwise base and deltas are merged by one group-by on the key. ``latest`` is one more
-    delta, not yet written, applied after the others.
+    otherwise base and deltas are merged by one group-by on the key, into ``place`` buckets if
+    given (see ``pipeline.buckets``). ``latest`` is one more delta, not yet written, applied
+    after the others.
     """
     from pyspark.sql import functions as F
 
-    cols = [*keys, ROWS, H1, H2]
     sources = [spark.read.parquet(uri) for uri in ([base] if base else []) + deltas]
     sources += [latest] if latest is not None else []
     if not sources:
         return None
-    frames = [
-        df.select(*[F.col(_q(c)) for c in cols]).withColumn(_SOURCE, F.lit(i)) for i, df in enumerate(sources)
-    ]
+    frames = _frames(sources, keys=keys)
     if len(frames) == 1:
         return frames[0].where(F.col(ROWS) > 0).drop(_SOURCE)
     if base and small_deltas:
@@ -167,11 +155,26 @@ def read_effective(
         touched = F.broadcast(changed.select(*[F.col(_q(k)) for k in keys]))
         kept = frames[0].drop(_SOURCE).join(touched, list(keys), "left_anti")
         return kept.unionByName(changed).where(F.col(ROWS) > 0)
-    return _latest(frames, keys=keys).where(F.col(ROWS) > 0)
+    return _latest(frames, keys=keys, buckets=place).where(F.col(ROWS) > 0)
 
 
-def _latest(frames: list[DataFrame], *, keys: tuple[str, ...]) -> DataFrame:
-    """Per key, the row of the newest frame that has it (tombstones included)."""
+def merge_deltas(spark: SparkSession, deltas: list[str], *, keys: tuple[str, ...]) -> DataFrame:
+    """Per key the row of the newest delta that has it, tombstones (``_om_rows`` 0) included."""
+    return _latest(_frames([spark.read.parquet(uri) for uri in deltas], keys=keys), keys=keys)
+
+
+def _frames(sources: list[DataFrame], *, keys: tuple[str, ...]) -> list[DataFrame]:
+    from pyspark.sql import functions as F
+
+    cols = [*keys, ROWS, H1, H2]
+    return [
+        df.select(*[F.col(_q(c)) for c in cols]).withColumn(_SOURCE, F.lit(i)) for i, df in enumerate(sources)
+    ]
+
+
+def _latest(frames: list[DataFrame], *, keys: tuple[str, ...], buckets: int | None = None) -> DataFrame:
+    """Per key, the row of the newest frame that has it (tombstones included); grouped within
+    ``buckets`` hash partitions when given, so the result has that bucket layout."""
     from pyspark.sql import functions as F
 
     if len(frames) == 1:  # one delta already holds one row per key
@@ -179,6 +182,7 @@ def _latest(frames: list[DataFrame], *, keys: tuple[str, ...]) -> DataFrame:
     merged = frames[0]
     for frame in frames[1:]:
         merged = merged.unionByName(frame)
+    merged = buckets_mod.place(merged, keys=keys, buckets=buckets)
     latest = F.max_by(F.struct(F.col(ROWS), F.col(H1), F.col(H2)), F.col(_SOURCE)).alias("s")
     state = merged.groupBy(*[F.col(_q(k)) for k in keys]).agg(latest)
     return state.select(
@@ -186,36 +190,4 @@ def _latest(frames: list[DataFrame], *, keys: tuple[str, ...]) -> DataFrame:
         F.col(f"s.{ROWS}").alias(ROWS),
         F.col(f"s.{H1}").alias(H1),
         F.col(f"s.{H2}").alias(H2),
-    )
-
-
-def diff_states(
-    new: DataFrame, old: DataFrame | None, *, keys: tuple[str, ...], update_marker: int
-) -> DataFrame:
-    """Join the new snapshot's state with the old one: the next state, with what changed per key.
-
-    ``_om_change`` is 0 for a new key, ``update_marker`` for a changed row, 2 for a key that is
-    gone (kept as a tombstone with ``_om_rows`` 0) and NULL for an unchanged row.
-    """
-    from pyspark.sql import functions as F
-
-    if old is None:
-        return new.withColumn(CHANGE, F.lit(int(RowMarker.INSERT)))
-    # No presence flags: the window's count is never NULL on the new side, nor a hash on the old
-    # one, and every column left out here is one less in the rows both shuffles carry.
-    prior = old.select(*[F.col(_q(k)) for k in keys], F.col(H1).alias("_o1"), F.col(H2).alias("_o2"))
-    joined = new.join(prior, list(keys), "full_outer")
-    is_new, is_old = F.col(ROWS).isNotNull(), F.col("_o1").isNotNull()
-    changed = (F.col(H1) != F.col("_o1")) | (F.col(H2) != F.col("_o2"))
-    change = (
-        F.when(is_new & ~is_old, int(RowMarker.INSERT))
-        .when(~is_new, int(RowMarker.DELETE))
-        .when(changed, update_marker)
-    )
-    return joined.select(
-        *[F.col(_q(k)) for k in keys],
-        F.coalesce(F.col(ROWS), F.lit(0)).cast("long").alias(ROWS),
-        F.col(H1),
-        F.col(H2),
-        change.cast("int").alias(CHANGE),
     )

@@ -215,6 +215,7 @@ def _decide(
         folder=ctx.state_dir,
         new_base=staged.new_base,
         rows=staged.state_rows,
+        buckets=staged.buckets,
     )
     # the key state a new base replaces goes once the new state is committed
     obsolete = tuple(state.key_state) if state and staged.new_base else ()
