@@ -38,11 +38,12 @@ def tree_hash(root: Path) -> str:
 
 @pytest.fixture(autouse=True)
 def small_buckets(monkeypatch):
-    """Test tables have tens of rows: a few rows per bucket gives them several buckets, so every
-    push in the suite runs the bucket layout as a large table would (see pipeline.buckets)."""
+    """Test tables have a few rows: one row per bucket gives them several (up to the 4 shuffle
+    partitions), so every push in the suite runs the bucket layout as a large table would (see
+    pipeline.buckets)."""
     from openmirror_nb.pipeline import buckets
 
-    monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 7)
+    monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 1)
 
 
 @pytest.fixture
