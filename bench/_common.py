@@ -510,7 +510,7 @@ def time_cases(
 
 def groupby_state(df: Any, keys: tuple[str, ...]) -> Any:
     """The key state as session 1 computed it (a group-by on the key), kept so the probes can
-    compare it with the library's window count (``keystate.snapshot_state``)."""
+    compare it with the library's window count (``snapdiff.snapshot_state``)."""
     from pyspark.sql import functions as F
 
     from openmirror_nb.pipeline import keystate

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from openmirror_nb.pipeline import keystate
+from openmirror_nb.pipeline import keystate, snapdiff
 from openmirror_nb.pipeline.stage import _WRITE_CONF, session_conf
 from openmirror_nb.runtime import get_spark
 
@@ -63,7 +63,7 @@ def main() -> None:
         window_state(spark.read.parquet(parts)).write.parquet(old_state)
     staged = spark.read.parquet(parts)
     old = spark.read.parquet(old_state)
-    diff = keystate.diff_states(
+    diff = snapdiff.diff_states(
         window_state(c.changed_source(spark, args.rows)), old, keys=KEYS, update_marker=4
     )
     with session_conf(spark, _WRITE_CONF):
@@ -93,7 +93,7 @@ def main() -> None:
             diff.where(F.col(keystate.CHANGE).isNotNull()), **NO_DICT
         ),
         "diff pass 1: window join (old + delta by broadcast anti-join) -> write changed": lambda: write(
-            keystate.diff_states(
+            snapdiff.diff_states(
                 window_state(c.changed_source(spark, args.rows)),
                 applied_broadcast,
                 keys=KEYS,
@@ -102,7 +102,7 @@ def main() -> None:
             **NO_DICT,
         ),
         "diff pass 1: window join (old + delta by group-by) -> write changed": lambda: write(
-            keystate.diff_states(
+            snapdiff.diff_states(
                 window_state(c.changed_source(spark, args.rows)), applied_groupby, keys=KEYS, update_marker=4
             ).where(F.col(keystate.CHANGE).isNotNull()),
             **NO_DICT,

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from openmirror_nb.pipeline import keystate
+from openmirror_nb.pipeline import keystate, snapdiff
 from openmirror_nb.pipeline.stage import _WRITE_CONF, session_conf
 from openmirror_nb.runtime import get_spark
 
@@ -54,7 +54,7 @@ def main() -> None:
         )
     staged = spark.read.parquet(parts)
     old = keystate.read_effective(spark, base=old_state, deltas=[], keys=KEYS, small_deltas=True)
-    diff_full = keystate.diff_states(
+    diff_full = snapdiff.diff_states(
         c.groupby_state(c.changed_source(spark, args.rows), KEYS),
         old,
         keys=KEYS,
@@ -77,7 +77,7 @@ def main() -> None:
         rows = F.count(F.lit(1)).over(Window.partitionBy(*KEYS)).cast("long")
         return hashed(df).withColumn(keystate.ROWS, rows)
 
-    diff_window = keystate.diff_states(
+    diff_window = snapdiff.diff_states(
         window_state(c.changed_source(spark, args.rows)), old, keys=KEYS, update_marker=4
     )
 
