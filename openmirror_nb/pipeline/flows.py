@@ -23,14 +23,13 @@ def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
     """First push of a snapshot: every row, marker-free; its key state is read back from the
     staged files, so the source query runs once."""
     context.write_data(ctx, shaped, split=True)
-    staged = stage.read_staged(
-        ctx.spark, uri=ctx.uri(f"{ctx.staging}/parts"), schema=shaped.schema, options=ctx.options
-    )
     uri = ctx.uri(f"{ctx.staging}/parts")
-    kw: dict[str, Any] = {"options": ctx.options, "schema": shaped.schema, "keys": ctx.keys}
+    staged = stage.read_staged(ctx.spark, uri=uri, schema=shaped.schema, options=ctx.options)
     # counted first (footers, or one Spark job for text) to size the key state's buckets
     stats = None if ctx.options.is_delimited else stage.footer_stats(uri)
-    stats = stats or stage.staged_stats(ctx.spark, uri=uri, **kw)
+    stats = stats or stage.staged_stats(
+        ctx.spark, uri=uri, options=ctx.options, schema=shaped.schema, keys=ctx.keys
+    )
     n = context.bucket_target(ctx, None, rows=sum(stats.rows_by_file.values()))
     seen = context.write_state(ctx, snapdiff.snapshot_state(staged, keys=ctx.keys, buckets=n), buckets=n)
     context.check_state(ctx, seen)
