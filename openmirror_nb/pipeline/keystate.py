@@ -15,7 +15,9 @@ each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. 
 how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot diff published for
 the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff
 cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next push
-(snapshot diff or change feed) writes the whole state as a new base instead.
+(snapshot diff or change feed) writes the whole state as a new base instead. The files of every
+folder are hash buckets on the keys when ``TableState.buckets`` says so (``pipeline.buckets``);
+a snapshot diff is in ``pipeline.snapdiff``.
 """
 
 from __future__ import annotations
