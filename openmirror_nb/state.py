@@ -33,8 +33,8 @@ class TableState:
         deltas: Key-state folders of the pushes since ``base``, oldest first.
         base_rows: Rows in ``base`` (0 without one); ``None`` in states older than the count.
         delta_rows: Rows in ``deltas`` (keys touched, at most); ``None`` as for ``base_rows``.
-        buckets: The hash-bucket count every folder of the key state is laid out in (see
-            ``pipeline.buckets``); ``None`` when any folder is not, which reads them plainly.
+        buckets: The hash-bucket count ``base`` is laid out in (see ``pipeline.buckets``);
+            ``None`` when it is not, which reads it plainly.
     """
 
     key_columns: tuple[str, ...]
@@ -85,9 +85,8 @@ def next_state(
     buckets: int | None = None,
 ) -> TableState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
-    (replacing base and deltas), or one more delta on top of ``prior``. ``buckets`` is the
-    bucket layout ``folder`` was written in, if any; a delta keeps the state's layout only if it
-    has the same one."""
+    (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
+    ``prior``."""
     before = prior or TableState(key_columns=key_columns, schema=schema, last_sequence_number=0)
     base: str | None
     deltas: tuple[str, ...]
@@ -98,8 +97,7 @@ def next_state(
     else:
         base, deltas, base_rows = before.base, (*before.deltas, folder), before.base_rows
         delta_rows = None if before.delta_rows is None else before.delta_rows + rows
-        if before.key_state and buckets != before.buckets:
-            buckets = None
+        buckets = before.buckets
     return TableState(
         key_columns=key_columns,
         schema=schema,

@@ -55,8 +55,10 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, updat
     new = snapdiff.snapshot_state(shaped, keys=ctx.keys, buckets=n, touched=touched)
     diff = snapdiff.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
     changed = F.col(keystate.CHANGE).isNotNull()
-    keep = None if compact else changed | (F.col(keystate.ROWS) > 1)
-    seen = context.write_state(ctx, diff, keep=keep, buckets=n)
+    if compact:
+        seen = context.write_state(ctx, diff, buckets=n)
+    else:
+        seen = context.write_state(ctx, diff, keep=changed | (F.col(keystate.ROWS) > 1))
     context.check_state(ctx, seen)
     counts = {int(m): seen[f"change_{int(m)}"] for m in RowMarker if seen[f"change_{int(m)}"]}
     total = sum(counts.values())
@@ -135,15 +137,15 @@ def stage_changes(
                 f"Keys {preview([d[0] if len(d) == 1 else d for d in dupes])} occur more than once in this "
                 f"sys_op batch of table {ctx.table!r}; a Prostore delta allows one change per key."
             )
-    n = context.bucket_target(ctx, prior, rows=sum(stats.rows_by_file.values()))
-    delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited, buckets=n)
+    delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited)
     written: int | None = None
     if prior is not None and keystate.compaction_due(prior):
+        n = context.bucket_target(ctx, prior, rows=sum(stats.rows_by_file.values()))
         merged = context.effective(ctx, prior, latest=delta, place=n) or delta
         seen = context.write_state(ctx, merged, buckets=n)
         written = seen["rows"]
     else:
-        seen = context.write_state(ctx, delta, buckets=n)
+        seen = context.write_state(ctx, delta)
     return context.finish(
         ctx,
         rows.schema,

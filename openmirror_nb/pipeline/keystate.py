@@ -15,9 +15,9 @@ each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. 
 how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot diff published for
 the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff
 cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next push
-(snapshot diff or change feed) writes the whole state as a new base instead. The files of every
-folder are hash buckets on the keys when ``TableState.buckets`` says so (``pipeline.buckets``);
-a snapshot diff is in ``pipeline.snapdiff``.
+(snapshot diff or change feed) writes the whole state as a new base instead. The base's files
+are hash buckets on the keys when ``TableState.buckets`` says so (``pipeline.buckets``); deltas,
+being small, need no layout. A snapshot diff is in ``pipeline.snapdiff``.
 """
 
 from __future__ import annotations
@@ -90,31 +90,27 @@ def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]
     return F.xxhash64(*parts), F.xxhash64(F.lit(_SALT), *parts)
 
 
-def delta_state(
-    staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True, buckets: int | None = None
-) -> DataFrame:
+def delta_state(staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True) -> DataFrame:
     """One row per key of a published change set: the key's state after its last change.
 
     Publication order is the staged part order (Spark task, then file counter) and the row
     position inside the part, which is exactly the order the mirror applies them in. Text files
     have no ``_metadata.row_index``; their reading order stands in (a staged text part is read as
-    one split, being far smaller than ``spark.sql.files.maxPartitionBytes``). With ``buckets``
-    the result is in that bucket layout (see ``pipeline.buckets``).
+    one split, being far smaller than ``spark.sql.files.maxPartitionBytes``).
     """
     from pyspark.sql import functions as F
 
     h1, h2 = row_hashes(staged, keys=keys)
     name = F.col("_metadata.file_name")
     position = F.col("_metadata.row_index") if has_row_index else F.monotonically_increasing_id()
+    # Materialised first: an aggregate may not take a non-deterministic argument.
+    staged = staged.withColumn(_ORDER, position)
     order = F.struct(
         F.regexp_extract(name, PART_NAME, 1).cast("long"),
         F.regexp_extract(name, PART_NAME, 2).cast("long"),
-        position,
+        F.col(_ORDER),
     )
-    # Materialised first: an aggregate may not take a non-deterministic argument, and the file
-    # name is only known before the rows are moved into their buckets.
-    staged = buckets_mod.place(staged.withColumn(_ORDER, order), keys=keys, buckets=buckets)
-    last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), F.col(_ORDER))
+    last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), order)
     grouped = staged.groupBy(*[F.col(_q(k)) for k in keys]).agg(last.alias("last"))
     deleted = F.col("last.m") == int(RowMarker.DELETE)
     return grouped.select(

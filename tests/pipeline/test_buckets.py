@@ -42,9 +42,10 @@ def check_layout(spark, lz, folder, n):
         assert {r.b for r in found.distinct().collect()} <= {bucket}
 
 
-def test_every_state_folder_holds_its_buckets(spark, db, lz):
+def test_every_base_holds_its_buckets_and_deltas_need_none(spark, db, lz, monkeypatch):
     db.push(spark.createDataFrame(rows(40), SCHEMA), table="t", keys=["region", "id"])
     assert state_of(lz)["buckets"] == 4
+    check_layout(spark, lz, state_of(lz)["base"], 4)
     db.push(spark.createDataFrame(rows(38, start=2) + rows(2, v="b", start=40), SCHEMA), table="t")
     changes = spark.createDataFrame(
         [("r0", 3, "c", 4), ("r1", 4, None, 2), ("r2", 99, "n", 0)], SCHEMA + ", op int"
@@ -52,8 +53,16 @@ def test_every_state_folder_holds_its_buckets(spark, db, lz):
     db.push(changes.coalesce(1), table="t", mode="changes", op_column="op")
     state = state_of(lz)
     assert state["buckets"] == 4 and len(state["deltas"]) == 2
-    for folder in [state["base"], *state["deltas"]]:
-        check_layout(spark, lz, folder, 4)
+    for folder in state["deltas"]:  # small: written as they come, no renames
+        assert not any(BUCKET_FILE.match(p.name) for p in (lz / folder).iterdir())
+    # a change push that compacts writes its new base in the table's buckets
+    monkeypatch.setattr(keystate, "MAX_DELTAS", 2)
+    db.push(changes.where("op = 4").coalesce(1), table="t", mode="changes", op_column="op")
+    state = state_of(lz)
+    assert state["deltas"] == [] and state["buckets"] == 4
+    check_layout(spark, lz, state["base"], 4)
+    got = spark.read.parquet((lz / state["base"]).as_uri()).where(f"{keystate.ROWS} > 0")
+    assert got.count() == 40 and got.where("id in (0, 1, 4)").count() == 0
 
 
 def test_a_diff_reads_the_stored_base_without_a_shuffle(spark, db, lz):
@@ -98,8 +107,10 @@ def test_without_the_bucketed_reader_the_state_is_read_plainly(spark, db, lz, mo
     assert {(r["id"], r[ROW_MARKER]) for r in published(lz)} == {(0, 2), (39, 4)}
 
 
-def test_the_layout_survives_a_change_of_shuffle_partitions(spark, db, lz):
+def test_the_layout_survives_a_change_of_shuffle_partitions(spark, db, lz, monkeypatch):
     db.push(spark.createDataFrame(rows(40), SCHEMA), table="t", keys=["region", "id"])
+    monkeypatch.setattr(keystate, "MAX_DELTAS", 1)
+    db.push(spark.createDataFrame(rows(40, v="p"), SCHEMA), table="t")
     spark.conf.set("spark.sql.shuffle.partitions", "3")
     try:
         result = db.push(spark.createDataFrame(rows(40, v="q"), SCHEMA), table="t")
@@ -107,8 +118,8 @@ def test_the_layout_survives_a_change_of_shuffle_partitions(spark, db, lz):
         spark.conf.set("spark.sql.shuffle.partitions", "4")
     assert result.rows == {"upsert": 40}
     state = state_of(lz)
-    assert state["buckets"] == 4
-    check_layout(spark, lz, state["deltas"][0], 4)
+    assert state["buckets"] == 4 and state["deltas"] == []
+    check_layout(spark, lz, state["base"], 4)
 
 
 def test_a_small_table_has_one_bucket(spark, db, lz, monkeypatch):
@@ -133,27 +144,13 @@ def test_a_state_without_buckets_gets_them_at_its_next_base(spark, db, lz, monke
     check_layout(spark, lz, state["base"], 4)
 
 
-def test_a_delta_keeps_the_layout_only_when_it_shares_it():
+def test_a_base_sets_the_layout_and_a_delta_keeps_it():
     base = next_state(None, key_columns=("id",), schema="s", folder="b", new_base=True, rows=9, buckets=4)
-    assert base.buckets == 4
+    assert base.buckets == 4 and TableState.from_bytes(base.to_bytes()) == base
+    delta = next_state(base, key_columns=("id",), schema="s", folder="d", new_base=False, rows=1)
+    assert delta.buckets == 4 and delta.deltas == ("d",)
+    plain = next_state(delta, key_columns=("id",), schema="s", folder="c", new_base=True, rows=9)
+    assert plain.buckets is None and plain.deltas == ()
     assert (
-        next_state(
-            base, key_columns=("id",), schema="s", folder="d", new_base=False, rows=1, buckets=4
-        ).buckets
-        == 4
+        next_state(None, key_columns=("id",), schema="s", folder="d", new_base=False, rows=2).buckets is None
     )
-    assert (
-        next_state(
-            base, key_columns=("id",), schema="s", folder="d", new_base=False, rows=1, buckets=None
-        ).buckets
-        is None
-    )
-    assert (
-        next_state(
-            base, key_columns=("id",), schema="s", folder="d", new_base=False, rows=1, buckets=3
-        ).buckets
-        is None
-    )
-    first = next_state(None, key_columns=("id",), schema="s", folder="d", new_base=False, rows=2, buckets=2)
-    assert first.buckets == 2
-    assert TableState.from_bytes(first.to_bytes()) == first
