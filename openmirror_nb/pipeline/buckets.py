@@ -1,4 +1,4 @@
-"""Key state kept in hash buckets, so that a diff reads the stored state without shuffling it.
+"""A key-state base kept in hash buckets, so that a diff reads it without shuffling it.
 
 A diff joins the new snapshot's key state with the stored one on the keys, and Spark shuffles
 both sides into hash partitions for that join. The stored side is as large as the table. If the
@@ -9,7 +9,7 @@ new side is shuffled.
 Spark writes and reads buckets only through a catalog table, and in Fabric that catalog is the
 user's lakehouse, so nothing is registered there. Instead:
 
-- **write**: the state is hash-partitioned on the keys into N partitions (the shuffle it needs
+- **write**: a base is hash-partitioned on the keys into N partitions (the shuffle it needs
   anyway); while it is written, every row's partition is compared with its key's bucket
   (``misplaced``), and only then are the files renamed with their bucket number;
 - **read**: a file relation with the bucket spec is built through Spark's ``DataSource``, an
@@ -17,7 +17,8 @@ user's lakehouse, so nothing is registered there. Instead:
   plainly, which costs the shuffle but gives the same rows.
 
 A layout is claimed (``TableState.buckets``) only when no row was misplaced: a file holding
-another bucket's key would make the join miss that key.
+another bucket's key would make the join miss that key. Deltas are small and reach the join
+another way (``pipeline.snapdiff``), so they are written as they come.
 """
 
 from __future__ import annotations
