@@ -148,13 +148,12 @@ def diff_states(
         .when(~is_new, int(RowMarker.DELETE))
         .when(changed, update_marker)
     )
-    out = joined.select(
+    if carried:  # a key deleted by a delta and absent from the snapshot has nothing to say
+        joined = joined.where(is_new | is_old)
+    return joined.select(
         *[F.col(_q(k)) for k in keys],
         F.coalesce(F.col(ROWS), F.lit(0)).cast("long").alias(ROWS),
         F.col(H1),
         F.col(H2),
         change.cast("int").alias(CHANGE),
-        (is_new | is_old).alias(_NEW),
     )
-    # a key deleted by a delta and absent from the snapshot has nothing to say
-    return out.where(F.col(_NEW)).drop(_NEW) if carried else out.drop(_NEW)
