@@ -23,6 +23,21 @@ class Entry:
     mtime: float
 
 
+@dataclass(frozen=True)
+class LockStatus:
+    """Who holds a named lock, as far as the backend can tell without taking it.
+
+    Attributes:
+        held: Another holder (or this process) has the lock right now.
+        holder: ``host:pid`` of the holder that took it last, if recorded.
+        since: When that holder took it (epoch seconds), if recorded.
+    """
+
+    held: bool
+    holder: str | None = None
+    since: float | None = None
+
+
 class Storage(Protocol):
     """A landing-zone store.
 
@@ -63,9 +78,21 @@ class Storage(Protocol):
         """
         ...
 
+    def move_folder(self, src: str, dst: str) -> None:
+        """Move a whole folder in one atomic step (a table folder into the trash, design §4).
+
+        ``StorageError`` if ``src`` is absent; ``PathExistsError`` if ``dst`` exists.
+        """
+        ...
+
     def lock(self, name: str, *, timeout: float) -> AbstractContextManager[None]:
         """Hold an exclusive lock called ``name`` across processes; ``LockTimeoutError`` after
-        ``timeout`` seconds."""
+        ``timeout`` seconds. The holder (``host:pid``) and the time it took the lock are recorded
+        for ``lock_status``."""
+        ...
+
+    def lock_status(self, name: str) -> LockStatus:
+        """Whether lock ``name`` is held now, and by whom since when; never waits or takes it."""
         ...
 
     def uri(self, path: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from openmirror_nb.errors import LockTimeoutError, PathExistsError, StorageError
-from openmirror_nb.storage.base import Entry
+from openmirror_nb.storage.base import Entry, LockStatus
 
 LOCK_FOLDER = "_openmirror/locks"
 
@@ -112,6 +113,15 @@ class LocalStorage:
         else:
             target.unlink(missing_ok=True)
 
+    def move_folder(self, src: str, dst: str) -> None:
+        source, target = self._path(src), self._path(dst)
+        if not source.is_dir():
+            raise StorageError(f"Cannot move {src!r}: it is not a folder.")
+        if target.exists():
+            raise PathExistsError(f"{dst!r} already exists; it was not replaced.")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(source, target)  # one step: readers see the folder here or there, never half
+
     @contextmanager
     def lock(self, name: str, *, timeout: float) -> Iterator[None]:
         path = self._path(f"{LOCK_FOLDER}/{name}.lock")
@@ -124,15 +134,43 @@ class LocalStorage:
                     break
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
+                        holder = self.lock_status(name)
+                        who = f" (held by {holder.holder})" if holder.holder else ""
                         raise LockTimeoutError(
-                            f"Table {name!r} is locked by another writer for more than "
+                            f"Table {name!r} is locked by another writer{who} for more than "
                             f"{timeout:g} s; wait for it to finish or raise lock_timeout."
                         ) from None
                     time.sleep(0.05)
             try:
+                # Who holds it and since when, for status and for the timeout message above.
+                fh.seek(0)
+                fh.truncate()
+                fh.write(f"{socket.gethostname()}:{os.getpid()} {time.time():.3f}\n".encode())
+                fh.flush()
                 yield
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def lock_status(self, name: str) -> LockStatus:
+        path = self._path(f"{LOCK_FOLDER}/{name}.lock")
+        try:
+            fh = open(path, "rb")
+        except FileNotFoundError:
+            return LockStatus(held=False)
+        with fh:
+            try:
+                # flock locks belong to an open file: a second open of the file conflicts with
+                # every holder, this process's own included.
+                fcntl.flock(fh.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+                held = False
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            except BlockingIOError:
+                held = True
+            holder, _, since = fh.read().decode("utf-8", "replace").strip().rpartition(" ")
+        try:
+            return LockStatus(held=held, holder=holder or None, since=float(since) if holder else None)
+        except ValueError:
+            return LockStatus(held=held)
 
     def uri(self, path: str) -> str:
         return self._path(path).as_uri()
