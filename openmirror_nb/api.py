@@ -3,22 +3,28 @@ over it (magics, widgets, CLI)."""
 
 from __future__ import annotations
 
+import dataclasses
+import html
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from openmirror_nb.errors import ConfigError, NotSupportedError
-from openmirror_nb.landing_zone import METADATA_FILE
+from openmirror_nb.errors import NotSupportedError, OpenMirrorError
+from openmirror_nb.landing_zone.discovery import discover_tables
+from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.model import (
     DEFAULT_ROWS_PER_FILE,
     Compression,
     Convention,
+    DropResult,
     PartnerInfo,
     PushMode,
     PushResult,
+    Recovery,
     TableOptions,
     TableRef,
 )
+from openmirror_nb.table_info import TableInfo, describe
 from openmirror_nb.target import LocalTarget, Target, parse_target
 
 if TYPE_CHECKING:
@@ -41,14 +47,37 @@ class MirroredDatabase:
         storage: Storage,
         partner: PartnerInfo | None = None,
         lock_timeout: float = 600.0,
+        credential: Any = None,
     ) -> None:
         self.target = target
         self.storage = storage
         self.partner = partner or PartnerInfo()
         self.lock_timeout = lock_timeout
+        self._credential = credential
 
     def __repr__(self) -> str:
-        return f"MirroredDatabase({self.target})"
+        try:
+            count = f", {len(self.tables())} tables"
+        except OpenMirrorError:
+            count = ""  # unreachable store: the handle still says what it points at
+        return f"MirroredDatabase({self.target}{count})"
+
+    def _repr_html_(self) -> str:
+        try:
+            infos = [self.describe(t) for t in self.tables()]
+        except OpenMirrorError as exc:
+            return f"<div><b>{html.escape(str(self.target))}</b><br>{html.escape(str(exc))}</div>"
+        rows = "".join(
+            f"<tr><td>{html.escape(i.table)}</td><td>{html.escape(', '.join(i.keys))}</td>"
+            f"<td style='text-align:right'>{i.last_sequence}</td>"
+            f"<td style='text-align:right'>{_rows(i)}</td></tr>"
+            for i in infos
+        )
+        return (
+            f"<div><b>Mirrored database</b> <code>{html.escape(str(self.target))}</code>, "
+            f"{len(infos)} tables<table><tr><th>table</th><th>keys</th><th>last sequence</th>"
+            f"<th>rows</th></tr>{rows}</table></div>"
+        )
 
     def push(
         self,
@@ -111,19 +140,13 @@ class MirroredDatabase:
         from openmirror_nb.pipeline.push import run_push
         from openmirror_nb.pipeline.request import PushRequest
 
-        if mode not in ("snapshot", "changes"):
-            raise ConfigError(f"mode {mode!r} is not valid; use 'snapshot' or 'changes'.")
-        if mode == "snapshot" and op_column is not None:
-            raise ConfigError("op_column is for change feeds; pass mode='changes' with it.")
-        if isinstance(keys, str) or isinstance(order_by, str):
-            raise ConfigError("keys and order_by take a list of column names, e.g. keys=['id'].")
-        request = PushRequest(
-            table=TableRef.parse(table),
-            keys=tuple(keys) if keys else None,
+        request = PushRequest.create(
+            table=table,
+            keys=keys,
             mode=mode,
             op_column=op_column,
             convention=convention,
-            order_by=tuple(order_by),
+            order_by=order_by,
             table_options=table_options,
             compression=compression,
             rows_per_file=rows_per_file,
@@ -135,30 +158,80 @@ class MirroredDatabase:
         )
         return run_push(self.storage, df, request)
 
-    def recover(self, table: str) -> bool:
-        """Finish an interrupted push of ``table``; ``True`` if there was one."""
-        from openmirror_nb.publish import recover
+    def recover(self, table: str) -> Recovery:
+        """Finish an interrupted push of ``table`` and remove what no push will finish.
 
-        ref = TableRef.parse(table)
-        with self.storage.lock(ref.key, timeout=self.lock_timeout):
-            return recover(self.storage, ref.key) is not None
+        A push decided before it died is rolled forward only into the life of the table it was
+        decided in; staging and key state of dead pushes or of a dropped table are removed and
+        listed in ``removed``. Every push does this first, so calling it is never required.
+
+        Example:
+            >>> db.recover("sales.orders")
+        """
+        from openmirror_nb.landing_zone.lifecycle import settle
+
+        home = TableFolder.of(self.storage, table)
+        with home.lock(timeout=self.lock_timeout):
+            done = settle(home)
+        pushed = done.rolled_forward.push_id if done.rolled_forward else None
+        return Recovery(str(home.ref), pushed, done.removed)
+
+    def drop(self, table: str, *, wait: bool = False, timeout: float = 600.0) -> DropResult:
+        """Delete a table: its folder (data files, ``_metadata.json``, push state, key state,
+        staging, journal) and whatever older operations left of it. The mirror then drops the
+        mirrored table; push again to recreate it from scratch (a new life of the table).
+
+        Runs under the table lock. The folder leaves the landing zone in one atomic move (to
+        ``_openmirror/trash``, ignored by the service) before it is deleted, so a crash leaves
+        either the table as it was or a trash folder the next operation removes.
+
+        Args:
+            table: ``"name"`` or ``"schema.name"``.
+            wait: Also wait until the mirror no longer lists the table (local mirror: its
+                ``Files/Monitoring/tables.json``; in Fabric: ``getTablesMirroringStatus``).
+            timeout: Seconds to wait for the lock and, with ``wait``, for the mirror.
+
+        Raises:
+            MirrorWaitTimeoutError: ``wait`` and the mirror still lists the table after ``timeout``.
+            LockTimeoutError: another writer held the table for longer than ``timeout``.
+
+        Example:
+            >>> db.drop("sales.orders", wait=True)
+        """
+        from openmirror_nb.landing_zone.lifecycle import drop
+
+        home = TableFolder.of(self.storage, table)
+        with home.lock(timeout=timeout):
+            done = drop(home)
+        result = DropResult(str(home.ref), done.existed, done.incarnation, done.data_files, done.removed)
+        if not wait:
+            return result
+        from openmirror_nb.fabric.presence import wait_until_dropped
+
+        waited = wait_until_dropped(self.target, home.ref, timeout=timeout, credential=self._credential)
+        return dataclasses.replace(result, waited=waited)
+
+    def describe(self, table: str) -> TableInfo:
+        """Keys, schema, file format, last sequence number, key-state rows, pushes and the
+        table's incarnation, from ``_metadata.json`` and the push state.
+
+        Raises:
+            LandingZoneError: the table does not exist (the message names the close ones).
+
+        Example:
+            >>> db.describe("sales.orders")
+        """
+        home = TableFolder.of(self.storage, table)
+        return describe(home, known=self.tables() if not home.has_metadata() else [])
 
     def tables(self) -> list[str]:
-        """The tables of the landing zone (folders holding a ``_metadata.json``)."""
-        folders = []
-        for entry in self.storage.list_dir(""):
-            if not entry.is_dir or entry.name.startswith("_"):
-                continue
-            if entry.name.endswith(".schema"):
-                schema = entry.name[: -len(".schema")]
-                folders += [
-                    (f"{entry.name}/{t.name}", f"{schema}.{t.name}")
-                    for t in self.storage.list_dir(entry.name)
-                    if t.is_dir and not t.name.startswith("_")
-                ]
-            else:
-                folders.append((entry.name, entry.name))
-        return sorted(name for folder, name in folders if self.storage.exists(f"{folder}/{METADATA_FILE}"))
+        """The tables of the landing zone (folders holding a ``_metadata.json``), as ``db.push``
+        names them (``name`` or ``schema.name``)."""
+        return sorted(
+            str(t.ref)
+            for t in discover_tables(self.storage)
+            if TableFolder(self.storage, t.ref).has_metadata()
+        )
 
     def read_table(self, table: str, *, as_pandas: bool = False) -> DataFrame | pd.DataFrame:
         """The mirrored Delta table (``Tables/<schema>/<table>``) as Spark or pandas.
@@ -180,6 +253,12 @@ class MirroredDatabase:
 
         spark_frame: DataFrame = read_delta_spark(get_spark(), path)
         return spark_frame
+
+
+def _rows(info: TableInfo) -> str:
+    if info.base_rows is None:
+        return ""
+    return f"{info.base_rows:,}" + (f" (±{info.changed_keys:,})" if info.changed_keys else "")
 
 
 def connect(
@@ -211,4 +290,6 @@ def connect(
         for folder in (parsed.landing_zone, parsed.monitoring, parsed.tables):
             folder.mkdir(parents=True, exist_ok=True)
     storage = open_storage(parsed, credential=credential)
-    return MirroredDatabase(target=parsed, storage=storage, partner=partner, lock_timeout=lock_timeout)
+    return MirroredDatabase(
+        target=parsed, storage=storage, partner=partner, lock_timeout=lock_timeout, credential=credential
+    )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.api import connect
 from openmirror_nb.errors import ConfigError
-from openmirror_nb.state import read_state
+from openmirror_nb.landing_zone.table_folder import TableFolder
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,7 +55,6 @@ def run_demo(path: str | None, *, rows: int = 10_000) -> Iterator[str]:
     published. Every run ends with the local mirror replicating the table and a read-back check.
     """
     from openmirror_nb.mirror import LocalMirror
-    from openmirror_nb.model import TableRef
     from openmirror_nb.runtime import get_spark
     from openmirror_nb.target import LocalTarget
 
@@ -64,7 +63,7 @@ def run_demo(path: str | None, *, rows: int = 10_000) -> Iterator[str]:
     if not isinstance(db.target, LocalTarget):
         raise ConfigError("The demo runs on a local mirrored database; pass a folder.")
     yield f"Mirrored database: {db.target}"
-    state = read_state(db.storage, TableRef.parse(TABLE).folder)
+    state = TableFolder.of(db.storage, TABLE).read_state()
     if state is None:
         result = db.push(sample_orders(spark, rows=rows), table=TABLE, keys=["order_id"])
         yield f"Initial load:  {result}"

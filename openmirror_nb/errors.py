@@ -43,6 +43,10 @@ class LockTimeoutError(OpenMirrorError):
     """Another writer held the table lock for longer than the timeout."""
 
 
+class MirrorWaitTimeoutError(OpenMirrorError):
+    """The mirror did not reach the state waited for (table gone, table back) within the timeout."""
+
+
 class LandingZoneError(OpenMirrorError):
     """The landing zone is not in a state this push can build on."""
 

@@ -163,6 +163,8 @@ class PushResult:
         bytes: Bytes published.
         seconds: Wall time of the push.
         files: Landing-zone paths of the published files.
+        removed: Internals the push removed before it started: staging and key state of pushes
+            that died before their journal, or of an ended life of the table (see ``db.drop``).
     """
 
     table: str
@@ -172,6 +174,7 @@ class PushResult:
     bytes: int
     seconds: float
     files: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
 
     @property
     def total_rows(self) -> int:
@@ -202,4 +205,46 @@ class PushResult:
             f"in {self.seconds:.1f} s, {self.bytes:,} bytes<br>"
             f"Sequence numbers: {html.escape(seqs)}"
             f"<table><tr><th>rows</th><th></th></tr>{cells}</table></div>"
+        )
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What ``db.recover`` did: finished an interrupted push (``rolled_forward``: its id) and/or
+    removed what no push will finish (``removed``). True when it finished a push."""
+
+    table: str
+    rolled_forward: str | None
+    removed: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return self.rolled_forward is not None
+
+
+@dataclass(frozen=True)
+class DropResult:
+    """What ``db.drop`` removed.
+
+    Attributes:
+        table: The table dropped.
+        existed: Its folder was there.
+        incarnation: The life of the table it ended (``None`` if not pushed by this tool).
+        data_files: Data files the folder held (with its cleanup folders).
+        removed: Landing-zone paths removed, the table folder first.
+        waited: Seconds waited until the mirror no longer listed the table (``None``: not asked).
+    """
+
+    table: str
+    existed: bool
+    incarnation: str | None
+    data_files: int
+    removed: tuple[str, ...]
+    waited: float | None = None
+
+    def __repr__(self) -> str:
+        if not self.existed and not self.removed:
+            return f"DropResult({self.table}: nothing to drop)"
+        gone = f"; the mirror no longer lists it ({self.waited:.1f} s)" if self.waited is not None else ""
+        return (
+            f"DropResult({self.table}: removed {len(self.removed)} paths, {self.data_files} data files{gone})"
         )

@@ -1,5 +1,6 @@
 """A loopback ADLS Gen2 endpoint over HTTPS for tests and benches: the DFS REST calls plus the few
-Blob calls (HEAD, ranged GET, lease) that ``azure-storage-file-datalake`` sends. Azurite has no DFS.
+Blob calls (HEAD, ranged GET, lease, metadata) that ``azure-storage-file-datalake`` sends. Azurite has
+no DFS.
 
 In memory and thread-safe; a manual clock drives lease expiry, ``page_size`` forces listing
 continuation, ``latency`` models a network round trip, ``inject`` fails chosen requests, and every
@@ -136,6 +137,7 @@ class Node:
     lease_until: float | None = None  # None with a lease_id: infinite
     lease_seconds: int = -1
     broken: bool = False
+    metadata: dict[str, str] = field(default_factory=dict)  # x-ms-meta-*, kept across a rename
 
 
 @dataclass(frozen=True)
@@ -289,6 +291,13 @@ class DfsStore:
         if node.data and node.pending:
             self.overwrites.append(f"{fs}/{path}")  # appending to committed content changes a published file
         node.data, node.pending = bytes(node.data) + bytes(node.pending), bytearray()
+        self.touch(node)
+
+    def set_metadata(self, node: Node, h: dict[str, str]) -> None:
+        """Set Blob Metadata: replaces the whole set; a leased blob needs its lease id (412 otherwise)."""
+        self.check_conditions(node, h)
+        self.check_lease(node, h.get("x-ms-lease-id"))
+        node.metadata = {k[len("x-ms-meta-") :]: v for k, v in h.items() if k.startswith("x-ms-meta-")}
         self.touch(node)
 
     def lease(self, node: Node, h: dict[str, str]) -> tuple[int, dict[str, str]]:
@@ -519,6 +528,9 @@ class DfsHandler(BaseHTTPRequestHandler):
         if node is None:
             code = "PathNotFound" if method == "PATCH" else "BlobNotFound"
             raise Fail(code)
+        if method == "PUT" and q.get("comp") == "metadata":
+            store.set_metadata(node, h)
+            return 200, self.stamp(node), b""
         if method == "PATCH" and q.get("action") == "append":
             store.append(node, int(q.get("position", "0")), body, h)
             return 202, {}, b""
@@ -558,6 +570,7 @@ class DfsHandler(BaseHTTPRequestHandler):
         }
         if store.leased(node):
             headers["x-ms-lease-duration"] = "infinite" if node.lease_until is None else "fixed"
+        headers.update({f"x-ms-meta-{k}": v for k, v in node.metadata.items()})
         if node.is_dir:
             headers["x-ms-meta-hdi_isfolder"] = "true"
         data = node.data

@@ -10,10 +10,12 @@ import json
 from typing import Any
 
 from openmirror_nb.errors import StorageError
+from openmirror_nb.landing_zone.names import MONITORING_FOLDER, REPLICATOR_FILE, TABLES_FILE
 from openmirror_nb.storage.base import Storage
 
-REPLICATOR_FILE = "Monitoring/replicator.json"
-TABLES_FILE = "Monitoring/tables.json"
+# Paths within the item's Files area.
+REPLICATOR_PATH = f"{MONITORING_FOLDER}/{REPLICATOR_FILE}"
+TABLES_PATH = f"{MONITORING_FOLDER}/{TABLES_FILE}"
 
 
 def read_monitoring_files(storage: Storage) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -32,11 +34,11 @@ def read_monitoring_files(storage: Storage) -> tuple[dict[str, Any], list[dict[s
     Example:
         >>> replicator, tables = read_monitoring_files(open_files_storage(target))
     """
-    replicator = _load(storage, REPLICATOR_FILE)
-    document = _load(storage, TABLES_FILE)
+    replicator = _load(storage, REPLICATOR_PATH)
+    document = _load(storage, TABLES_PATH)
     tables = document.get("tables", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
-        raise StorageError(f"{TABLES_FILE} has no list of table objects under 'tables'; it cannot be read.")
+        raise StorageError(f"{TABLES_PATH} has no list of table objects under 'tables'; it cannot be read.")
     return replicator, tables
 
 

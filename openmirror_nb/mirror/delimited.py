@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -17,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
+from openmirror_nb.landing_zone.metadata import TableMetadata, TextColumn
 from openmirror_nb.mirror.faults import TableFault
-from openmirror_nb.mirror.metadata import lookup
 from openmirror_nb.model import ROW_MARKER
 
 _TYPES: dict[str, pa.DataType] = {
@@ -39,15 +38,6 @@ _ITIME = r"^\d{1,2}:\d{2}(:\d{2}(\.\d{1,7})?)?$"
 
 
 @dataclass(frozen=True)
-class TextColumn:
-    """One ``SchemaDefinition`` column."""
-
-    name: str
-    data_type: str
-    nullable: bool
-
-
-@dataclass(frozen=True)
 class TextFormat:
     """How the table's delimited-text files are laid out."""
 
@@ -59,38 +49,16 @@ class TextFormat:
     columns: tuple[TextColumn, ...]
 
 
-def text_format(doc: dict[str, Any]) -> TextFormat:
-    """The delimited-text options of a parsed ``_metadata.json``.
-
-    Raises:
-        TableFault: kind ``metadata`` for an unknown DataType, encoding or a header-less layout.
-    """
-    props = lookup(doc, "FileFormatTypeProperties", None) or {}
-    if lookup(props, "FirstRowAsHeader", True) is False:
-        raise TableFault("FirstRowAsHeader must be true: delimited text needs a header row.", kind="metadata")
-    encoding = str(lookup(props, "Encoding", "UTF-8"))
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise TableFault(f"Encoding '{encoding}' is not a known character set.", kind="metadata") from None
-    columns = []
-    for col in lookup(lookup(doc, "SchemaDefinition", None) or {}, "Columns", None) or []:
-        name, data_type = lookup(col, "Name", None), str(lookup(col, "DataType", "String"))
-        if not isinstance(name, str) or data_type.lower() not in _TYPES:
-            raise TableFault(
-                f"SchemaDefinition column {name!r} has DataType '{data_type}'; use one of Double, "
-                "Single, Int16, Int32, Int64, DateTime, IDate, ITime, String, Boolean, ByteArray.",
-                kind="metadata",
-            )
-        columns.append(TextColumn(name, data_type.lower(), bool(lookup(col, "IsNullable", True))))
-    separator = lookup(props, "ColumnSeparator", None)
+def text_format(meta: TableMetadata) -> TextFormat:
+    """The delimited-text layout a table's ``_metadata.json`` declares (checked when parsed)."""
+    d = meta.options.delimited
     return TextFormat(
-        separator=str(separator) if separator else None,
-        quote=str(lookup(props, "QuoteCharacter", '"')),
-        escape=str(lookup(props, "EscapeCharacter", "\\")),
-        null_value=str(lookup(props, "NullValue", "")),
-        encoding=encoding,
-        columns=tuple(columns),
+        separator=meta.separator,
+        quote=d.quote,
+        escape=d.escape,
+        null_value=d.null_value,
+        encoding=d.encoding,
+        columns=meta.text_columns,
     )
 
 

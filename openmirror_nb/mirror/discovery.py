@@ -1,27 +1,24 @@
-"""Find table folders and their data files in a local landing zone, as the service scans it.
+"""The table folders and data files of a local landing zone, as the local mirror sees them.
 
-Contract §1: tables at the landing-zone root land in schema ``dbo``; ``<schema>.schema/<table>``
-folders name their schema; every ``_``-prefixed file or folder is ignored.
+Which folders are tables (``dbo`` at the root, ``<schema>.schema`` folders, ``_`` items ignored)
+and what a data-file name means come from ``landing_zone``, as for the publisher and the status
+report; this module adds what only a local replicator needs: paths, inodes and exact times.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from openmirror_nb.landing_zone import parse_sequence
-
-DEFAULT_SCHEMA = "dbo"
-SCHEMA_SUFFIX = ".schema"
-DATA_EXTENSIONS = ("parquet", "csv", "tsv", "psv")
-_SEQUENTIAL_NAME = re.compile(r"^\d{20}\.(parquet|csv|tsv|psv)$")
+from openmirror_nb.landing_zone.discovery import discover_tables
+from openmirror_nb.landing_zone.names import data_extension, is_ignored, parse_sequence
+from openmirror_nb.storage.local import LocalStorage
 
 
 @dataclass(frozen=True)
-class TableFolder:
-    """One table folder of the landing zone."""
+class MirrorFolder:
+    """One table folder of the landing zone, on disk."""
 
     schema: str
     name: str
@@ -47,7 +44,7 @@ class DataFile:
     @property
     def sequence(self) -> int | None:
         """The sequence number if the name is a 20-digit sequential name, else ``None``."""
-        return parse_sequence(self.name) if _SEQUENTIAL_NAME.match(self.name) else None
+        return parse_sequence(self.name)
 
     @property
     def extension(self) -> str:
@@ -64,26 +61,12 @@ class DataFile:
         return str(self.sequence) if self.sequence is not None else self.name
 
 
-def discover_tables(landing_zone: Path) -> list[TableFolder]:
+def discover_folders(landing_zone: Path) -> list[MirrorFolder]:
     """Every table folder below ``landing_zone``, sorted by schema and table name."""
-    found: list[TableFolder] = []
-    for entry in _visible_dirs(landing_zone):
-        if entry.name.endswith(SCHEMA_SUFFIX) and len(entry.name) > len(SCHEMA_SUFFIX):
-            schema = entry.name[: -len(SCHEMA_SUFFIX)]
-            for table in _visible_dirs(Path(entry.path)):
-                rel = f"{entry.name}/{table.name}"
-                found.append(TableFolder(schema, table.name, Path(table.path), rel))
-        else:
-            found.append(TableFolder(DEFAULT_SCHEMA, entry.name, Path(entry.path), entry.name))
-    return sorted(found, key=lambda t: (t.schema, t.name, t.rel))
-
-
-def _visible_dirs(folder: Path) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(folder) as entries:
-            return [e for e in entries if not e.name.startswith("_") and e.is_dir(follow_symlinks=False)]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+    return [
+        MirrorFolder(t.schema, t.name, landing_zone / t.folder, t.folder)
+        for t in discover_tables(LocalStorage(landing_zone))
+    ]
 
 
 def list_table_files(folder: Path) -> tuple[list[DataFile], list[str]]:
@@ -98,10 +81,9 @@ def list_table_files(folder: Path) -> tuple[list[DataFile], list[str]]:
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
-                if entry.name.startswith("_"):
+                if is_ignored(entry.name):
                     continue
-                ext = entry.name.rsplit(".", 1)[-1] if "." in entry.name else ""
-                if ext in DATA_EXTENSIONS and entry.is_file(follow_symlinks=False):
+                if data_extension(entry.name) and entry.is_file(follow_symlinks=False):
                     st = entry.stat(follow_symlinks=False)
                     files.append(
                         DataFile(entry.name, Path(entry.path), st.st_size, st.st_mtime_ns, st.st_ino)

@@ -13,10 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from openmirror_nb.mirror.state import TableState, write_json_atomic
+from openmirror_nb.landing_zone.names import REPLICATOR_FILE, TABLES_FILE
+from openmirror_nb.mirror.state import MirroredTableState, write_json_atomic
 
-REPLICATOR_FILE = "replicator.json"
-TABLES_FILE = "tables.json"
 NEVER = "0001-01-01T00:00:00"
 TABLE_STATUSES = ("Initialized", "Snapshotting", "Replicating", "Reseeding", "Stopped", "Failed")
 
@@ -41,7 +40,7 @@ def replicator_doc(*, status: str, error_code: str = "", error_message: str = ""
     }
 
 
-def table_doc(table: TableState) -> dict[str, Any]:
+def table_doc(table: MirroredTableState) -> dict[str, Any]:
     """One entry of ``tables.json``."""
     return {
         "id": table.id,
@@ -65,7 +64,7 @@ def write_monitoring(
     monitoring: Path,
     *,
     status: str,
-    tables: Iterable[TableState],
+    tables: Iterable[MirroredTableState],
     error_code: str = "",
     error_message: str = "",
 ) -> None:

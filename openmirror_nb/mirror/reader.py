@@ -10,13 +10,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from openmirror_nb.landing_zone.metadata import TableMetadata
 from openmirror_nb.mirror.delimited import read_delimited, text_format
 from openmirror_nb.mirror.discovery import DataFile
 from openmirror_nb.mirror.faults import TableFault
-from openmirror_nb.mirror.metadata import TableSettings
 
 
-def read_data_file(file: DataFile, settings: TableSettings) -> pa.Table:
+def read_data_file(file: DataFile, settings: TableMetadata) -> pa.Table:
     """The rows of ``file`` in file order, columns as written (marker included).
 
     Raises:
@@ -24,7 +24,7 @@ def read_data_file(file: DataFile, settings: TableSettings) -> pa.Table:
     """
     if file.extension == "parquet":
         return _read_parquet(file)
-    return read_delimited(file.path, size=file.size, fmt=text_format(settings.doc), extension=file.extension)
+    return read_delimited(file.path, size=file.size, fmt=text_format(settings), extension=file.extension)
 
 
 def _read_parquet(file: DataFile) -> pa.Table:

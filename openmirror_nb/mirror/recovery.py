@@ -12,19 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from openmirror_nb.mirror.apply import applied_batch, committed_batches
-from openmirror_nb.mirror.discovery import TableFolder
+from openmirror_nb.mirror.discovery import MirrorFolder
 from openmirror_nb.mirror.faults import TableFault
-from openmirror_nb.mirror.state import TableState
+from openmirror_nb.mirror.state import MirroredTableState
 from openmirror_nb.mirror.table_sync import drop_table_dir
 
 
-def adopt(folder: TableFolder, table_dir: Path) -> TableState:
+def adopt(folder: MirrorFolder, table_dir: Path) -> MirroredTableState:
     """State for a table folder the state file does not know.
 
     A Delta table the mirror built from this very folder (same identity) is taken over with its
     history; any other table in the way is removed, and the table starts from scratch.
     """
-    fresh = TableState.new(folder)
+    fresh = MirroredTableState.new(folder)
     if not table_dir.exists():
         return fresh
     try:
@@ -32,7 +32,7 @@ def adopt(folder: TableFolder, table_dir: Path) -> TableState:
     except Exception:  # an unreadable leftover is replaced like any foreign table
         commits = []
     if commits and commits[-1].get("folder_ino") == fresh.folder_ino:
-        adopted = TableState.new(folder)
+        adopted = MirroredTableState.new(folder)
         adopted.id = str(commits[-1].get("table_id") or adopted.id)
         for info in commits:
             adopted.record(info)
@@ -43,7 +43,7 @@ def adopt(folder: TableFolder, table_dir: Path) -> TableState:
     return fresh
 
 
-def catch_up(table: TableState, table_dir: Path) -> None:
+def catch_up(table: MirroredTableState, table_dir: Path) -> None:
     """Replay commits the state file missed; fail the table if its Delta log went backwards."""
     if table.batch == 0 and not table_dir.exists():
         return

@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from openmirror_nb.errors import ConfigError, MirrorError
-from openmirror_nb.mirror.discovery import DEFAULT_SCHEMA, TableFolder, discover_tables
+from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA
+from openmirror_nb.mirror.discovery import MirrorFolder, discover_folders
 from openmirror_nb.mirror.faults import INTERNAL
 from openmirror_nb.mirror.monitoring import utc_now_text, write_monitoring
 from openmirror_nb.mirror.recovery import adopt, catch_up
@@ -109,7 +110,7 @@ class LocalMirror:
         with self._lock, self._file_lock():
             started, clock = datetime.now(UTC), time.perf_counter()
             state = MirrorState(self.root / STATE_FOLDER / "state.json")
-            runs = self._pass(state, discover_tables(landing_zone))
+            runs = self._pass(state, discover_folders(landing_zone))
             state.save()
             write_monitoring(self._target.monitoring, status="Running", tables=state.tables.values())
             result = MirrorRun(tuple(runs), started, time.perf_counter() - clock)
@@ -203,9 +204,9 @@ class LocalMirror:
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
-    def _pass(self, state: MirrorState, folders: list[TableFolder]) -> list[TableRun]:
+    def _pass(self, state: MirrorState, folders: list[MirrorFolder]) -> list[TableRun]:
         runs: list[TableRun] = []
-        owners: dict[str, TableFolder] = {}
+        owners: dict[str, MirrorFolder] = {}
         for folder in folders:
             owners.setdefault(folder.qualified, folder)
         live = {f.rel for f in owners.values()}
@@ -230,7 +231,7 @@ class LocalMirror:
             runs.append(self._sync_folder(folder, state))
         return sorted(runs, key=lambda r: (r.table, r.folder))
 
-    def _sync_folder(self, folder: TableFolder, state: MirrorState) -> TableRun:
+    def _sync_folder(self, folder: MirrorFolder, state: MirrorState) -> TableRun:
         try:
             return self._sync_known(folder, state)
         except Exception as exc:
@@ -245,7 +246,7 @@ class LocalMirror:
                 known.qualified, folder.rel, "Failed", error_code=INTERNAL, error=known.error_message
             )
 
-    def _sync_known(self, folder: TableFolder, state: MirrorState) -> TableRun:
+    def _sync_known(self, folder: MirrorFolder, state: MirrorState) -> TableRun:
         table_dir = self._target.tables / folder.schema / folder.name
         known = state.tables.get(folder.rel)
         event: TableEvent = ""

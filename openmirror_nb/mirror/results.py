@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from openmirror_nb.landing_zone import parse_sequence
+from openmirror_nb.landing_zone.names import parse_sequence
 
 TableEvent = Literal["", "added", "rebuilt", "dropped"]
 

@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from openmirror_nb.errors import MirrorError
-from openmirror_nb.landing_zone import CLEANUP_FOLDERS
-from openmirror_nb.mirror.discovery import DataFile, TableFolder, stat_file
+from openmirror_nb.landing_zone.names import CLEANUP_FOLDERS
+from openmirror_nb.mirror.discovery import DataFile, MirrorFolder, stat_file
 
 STATE_VERSION = 1
 
 
 @dataclass
-class TableState:
+class MirroredTableState:
     """What the mirror remembers about one table folder (mutable, private)."""
 
     rel: str
@@ -54,7 +54,7 @@ class TableState:
     last_sync: str | None = None
 
     @classmethod
-    def new(cls, folder: TableFolder) -> TableState:
+    def new(cls, folder: MirrorFolder) -> MirroredTableState:
         return cls(
             rel=folder.rel,
             schema=folder.schema,
@@ -70,7 +70,7 @@ class TableState:
     def set_anchor(self, file: DataFile) -> None:
         self.anchor = {"name": file.name, "ino": file.ino, "size": file.size, "mtime_ns": file.mtime_ns}
 
-    def is_same_folder(self, folder: TableFolder) -> bool:
+    def is_same_folder(self, folder: MirrorFolder) -> bool:
         """Apply the folder identity rule of this module's docstring."""
         try:
             if folder.path.stat().st_ino != self.folder_ino:
@@ -114,7 +114,7 @@ class MirrorState:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.tables: dict[str, TableState] = {}
+        self.tables: dict[str, MirroredTableState] = {}
         self.load()
 
     def load(self) -> None:
@@ -132,7 +132,7 @@ class MirrorState:
                 f"The mirror state {self.path} has version {doc.get('version')!r}; delete it to rebuild."
             )
         try:
-            self.tables = {rel: TableState(**t) for rel, t in doc.get("tables", {}).items()}
+            self.tables = {rel: MirroredTableState(**t) for rel, t in doc.get("tables", {}).items()}
         except TypeError as exc:
             raise MirrorError(
                 f"The mirror state {self.path} is not valid ({exc}); delete it to rebuild."

@@ -17,15 +17,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from openmirror_nb.landing_zone import CLEANUP_FOLDERS
+from openmirror_nb.landing_zone.metadata import TableMetadata
+from openmirror_nb.landing_zone.names import CLEANUP_FOLDERS
 from openmirror_nb.mirror.apply import apply_files, table_schema
 from openmirror_nb.mirror.changes import PreparedFile, prepare_file
-from openmirror_nb.mirror.discovery import DataFile, TableFolder, list_table_files
+from openmirror_nb.mirror.discovery import DataFile, MirrorFolder, list_table_files
 from openmirror_nb.mirror.faults import STICKY_KINDS, TableFault
-from openmirror_nb.mirror.metadata import TableSettings, load_settings, missing_metadata_fault
+from openmirror_nb.mirror.metadata import load_settings, missing_metadata_fault
 from openmirror_nb.mirror.reader import read_data_file
 from openmirror_nb.mirror.results import TableRun
-from openmirror_nb.mirror.state import TableState
+from openmirror_nb.mirror.state import MirroredTableState
 
 PROCESSED_FOLDER = CLEANUP_FOLDERS[0]
 
@@ -51,8 +52,8 @@ class _Pass:
 
 
 def sync_table(
-    folder: TableFolder,
-    state: TableState,
+    folder: MirrorFolder,
+    state: MirroredTableState,
     *,
     table_dir: Path,
     now: Callable[[], str],
@@ -87,7 +88,7 @@ def sync_table(
     )
 
 
-def _fail(state: TableState, fault: TableFault, *, artifact: str, signature: Any = None) -> None:
+def _fail(state: MirroredTableState, fault: TableFault, *, artifact: str, signature: Any = None) -> None:
     state.status = "Failed"
     state.error_code = fault.error_code
     state.error_message = fault.message(artifact=artifact)
@@ -95,8 +96,8 @@ def _fail(state: TableState, fault: TableFault, *, artifact: str, signature: Any
 
 
 def _sync(
-    folder: TableFolder,
-    state: TableState,
+    folder: MirrorFolder,
+    state: MirroredTableState,
     *,
     table_dir: Path,
     now: Callable[[], str],
@@ -139,7 +140,7 @@ def _sync(
 
 
 def _select(
-    settings: TableSettings, state: TableState, files: list[DataFile], tally: _Pass
+    settings: TableMetadata, state: MirroredTableState, files: list[DataFile], tally: _Pass
 ) -> tuple[list[DataFile], list[DataFile]]:
     """Split the folder's data files into pending (in apply order) and already processed."""
     if not settings.sequential:
@@ -173,8 +174,8 @@ def _select(
 
 def _apply_pending(
     pending: list[DataFile],
-    settings: TableSettings,
-    state: TableState,
+    settings: TableMetadata,
+    state: MirroredTableState,
     *,
     table_dir: Path,
     now: Callable[[], str],
@@ -221,8 +222,8 @@ def _apply_pending(
 
 def _commit(
     batch: list[PreparedFile],
-    settings: TableSettings,
-    state: TableState,
+    settings: TableMetadata,
+    state: MirroredTableState,
     *,
     table_dir: Path,
     schema: pa.Schema | None,
@@ -262,7 +263,7 @@ def _commit(
     tally.deleted += sum(p.deletes for p in batch)
 
 
-def _clean_up(folder: Path, processed: list[DataFile], state: TableState, tally: _Pass) -> None:
+def _clean_up(folder: Path, processed: list[DataFile], state: MirroredTableState, tally: _Pass) -> None:
     """Move processed files to ``_ProcessedFiles``, leaving the newest in place (contract §6)."""
     anchor = state.anchor["name"] if state.anchor else None
     target = folder / PROCESSED_FOLDER

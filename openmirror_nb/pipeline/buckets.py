@@ -16,7 +16,7 @@ user's lakehouse, so nothing is registered there. Instead:
   internal class. If it is missing or has changed (another Spark version), the state is read
   plainly, which costs the shuffle but gives the same rows.
 
-A layout is claimed (``TableState.buckets``) only when no row was misplaced: a file holding
+A layout is claimed (``PushState.buckets``) only when no row was misplaced: a file holding
 another bucket's key would make the join miss that key. Deltas are small and reach the join
 another way (``pipeline.snapdiff``), so they are written as they come.
 """
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-    from openmirror_nb.pipeline.context import StageContext
+    from openmirror_nb.storage.base import Storage
 
 PLACE = "_om_part"
 _FILE = re.compile(r"^part-(\d+)-([^.]+)(\..*)?\.parquet$")
@@ -76,14 +76,15 @@ def tag(df: DataFrame) -> DataFrame:
     return df.withColumn(PLACE, F.spark_partition_id())
 
 
-def name_files(ctx: StageContext, folder: str) -> None:
+def name_files(storage: Storage, folder: str, *, local_dir: str | None) -> None:
     """Rename the Parquet files Spark wrote under ``folder`` with their bucket number, the
-    task's partition (checksum files alongside, if any, follow their file)."""
+    task's partition (checksum files alongside, if any, follow their file). ``local_dir``: Spark
+    wrote into this local folder instead of the store (see ``StageContext``)."""
     pairs: list[tuple[str, str]] = []
-    if ctx.local_dir is not None:
-        names = [p.name for p in (Path(ctx.local_dir) / folder).iterdir()]
+    if local_dir is not None:
+        names = [p.name for p in (Path(local_dir) / folder).iterdir()]
     else:
-        names = [e.name for e in ctx.storage.list_dir(folder)]
+        names = [e.name for e in storage.list_dir(folder)]
     present = set(names)
     for name in names:
         m = _FILE.match(name)
@@ -95,11 +96,11 @@ def name_files(ctx: StageContext, folder: str) -> None:
             pairs.append((f".{name}.crc", f".{new}.crc"))
 
     def move(pair: tuple[str, str]) -> None:
-        if ctx.local_dir is not None:
-            root = Path(ctx.local_dir) / folder
+        if local_dir is not None:
+            root = Path(local_dir) / folder
             (root / pair[0]).rename(root / pair[1])
         else:
-            ctx.storage.rename(f"{folder}/{pair[0]}", f"{folder}/{pair[1]}")
+            storage.rename(f"{folder}/{pair[0]}", f"{folder}/{pair[1]}")
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(move, pairs))

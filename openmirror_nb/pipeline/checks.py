@@ -16,12 +16,12 @@ from openmirror_nb.errors import (
     SchemaChangeError,
     preview,
 )
-from openmirror_nb.landing_zone import TableMetadata
+from openmirror_nb.landing_zone.metadata import TableMetadata
+from openmirror_nb.landing_zone.push_state import PushState
 from openmirror_nb.model import ROW_MARKER, TableOptions
 from openmirror_nb.pipeline.changes import INVALID_MARKER
 from openmirror_nb.pipeline.normalize import TEXT_TYPE
 from openmirror_nb.pipeline.stage import StagedStats
-from openmirror_nb.state import TableState
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -75,7 +75,7 @@ def resolve_options(given: TableOptions | None, meta: TableMetadata | None, tabl
 
 
 def check_against_state(
-    schema: StructType, state: TableState | None, options: TableOptions, table: str
+    schema: StructType, state: PushState | None, options: TableOptions, table: str
 ) -> None:
     """Refuse type changes (and, for delimited text, any column change) since the last push."""
     if state is None:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb.landing_zone.push_state import PushState
 from openmirror_nb.model import Compression, RowMarker, TableOptions
 from openmirror_nb.pipeline import buckets as buckets_mod
 from openmirror_nb.pipeline import checks, keystate, snapdiff, stage
-from openmirror_nb.state import TableState
 from openmirror_nb.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class Staged:
     buckets: int | None = None
 
 
-def bucket_target(ctx: StageContext, prior: TableState | None, *, rows: int) -> int:
+def bucket_target(ctx: StageContext, prior: PushState | None, *, rows: int) -> int:
     """The bucket count to write this push's key state in: the table's, once it has one, else
     one for the state's size (``rows`` pushed now, plus what the state holds)."""
     if prior is not None and prior.buckets:
@@ -121,7 +121,7 @@ def write_state(
     seen = {name: int(value or 0) for name, value in observation.get.items()}
     seen["buckets"] = 0
     if buckets and not seen["misplaced"]:
-        buckets_mod.name_files(ctx, ctx.state_dir)
+        buckets_mod.name_files(ctx.storage, ctx.state_dir, local_dir=ctx.local_dir)
         seen["buckets"] = buckets
     return seen
 
@@ -200,7 +200,7 @@ def write_data(ctx: StageContext, df: DataFrame, *, split: bool) -> None:
 
 
 def effective(
-    ctx: StageContext, prior: TableState, *, latest: DataFrame | None = None, place: int | None = None
+    ctx: StageContext, prior: PushState, *, latest: DataFrame | None = None, place: int | None = None
 ) -> DataFrame | None:
     """The table's current key state, with ``latest`` applied, merged into ``place`` buckets
     (see ``keystate.read_effective``)."""
@@ -216,7 +216,7 @@ def effective(
     )
 
 
-def stored(ctx: StageContext, prior: TableState, *, place: int) -> tuple[DataFrame | None, DataFrame | None]:
+def stored(ctx: StageContext, prior: PushState, *, place: int) -> tuple[DataFrame | None, DataFrame | None]:
     """The table's stored key state for a diff (see ``snapdiff.stored``)."""
     return snapdiff.stored(
         ctx.spark,

@@ -10,10 +10,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.errors import ChangeFeedError, preview
+from openmirror_nb.landing_zone.push_state import PushState
 from openmirror_nb.model import ROW_MARKER, RowMarker
 from openmirror_nb.pipeline import checks, context, keystate, snapdiff, stage
 from openmirror_nb.pipeline.context import StageContext, Staged
-from openmirror_nb.state import TableState
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -38,7 +38,7 @@ def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
     )
 
 
-def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: TableState, update_marker: int) -> Staged:
+def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update_marker: int) -> Staged:
     """A later snapshot: one join of key states finds what changed; only those rows are written.
 
     The key state written is a delta of the touched keys, or the whole next state when the
@@ -113,7 +113,7 @@ def stage_changes(
     *,
     unique_keys: bool,
     invalid_values: Any,
-    prior: TableState | None,
+    prior: PushState | None,
 ) -> Staged:
     """A change feed: files hold whole keys in order; the key state records each key's last change.
 
@@ -157,7 +157,7 @@ def stage_changes(
     )
 
 
-def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: TableState | None) -> None:
+def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: PushState | None) -> None:
     """Prostore's rule (contract §9): a delete must carry exactly the current row, else the whole
     batch is refused. Compared through the key state's row hashes."""
     from pyspark.sql import functions as F

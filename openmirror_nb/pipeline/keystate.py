@@ -16,7 +16,7 @@ how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot di
 the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff
 cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next push
 (snapshot diff or change feed) writes the whole state as a new base instead. The base's files
-are hash buckets on the keys when ``TableState.buckets`` says so (``pipeline.buckets``); deltas,
+are hash buckets on the keys when ``PushState.buckets`` says so (``pipeline.buckets``); deltas,
 being small, need no layout. A snapshot diff is in ``pipeline.snapdiff``.
 """
 
@@ -31,7 +31,7 @@ from openmirror_nb.pipeline.stage import PART_NAME
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from openmirror_nb.state import TableState
+    from openmirror_nb.landing_zone.push_state import PushState
 
 ROWS, H1, H2, CHANGE = "_om_rows", "_om_h1", "_om_h2", "_om_change"
 _SALT = "openmirror_nb/row-hash/3"
@@ -47,7 +47,7 @@ COMPACT_MIN_ROWS = 100_000
 MAX_DELTAS = 16
 
 
-def compaction_due(state: TableState | None) -> bool:
+def compaction_due(state: PushState | None) -> bool:
     """Whether the next push should write a whole new base instead of another delta.
 
     ``None`` counts are states written before they were recorded: compacted at once.

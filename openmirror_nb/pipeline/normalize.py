@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 # Field metadata key that keeps a column's declared delimited-text type after base64 encoding.
 TEXT_TYPE = "openmirror.textType"
 _JSON_TYPES = ("struct", "array", "map", "variant")
+# Timestamps inside JSON text are written in UTC, whatever the session's time zone.
+_JSON_OPTIONS = {"timeZone": "UTC"}
 _REJECTED = {
     "void": "it holds only NULLs with no type; cast it, e.g. F.lit(None).cast('string')",
     "interval": "cast it to a string or a number of seconds",
@@ -78,8 +80,9 @@ def check_keys(df: DataFrame, keys: tuple[str, ...]) -> None:
 def normalize(df: DataFrame, *, options: TableOptions, keep: frozenset[str] = frozenset()) -> DataFrame:
     """Make every column writable to the landing zone in ``options.file_format``.
 
-    Struct, array, map and variant columns become JSON strings; for delimited text, binary
-    becomes base64 and decimals are refused (delimited text has no decimal type, contract §2.1).
+    Struct, array, map and variant columns become JSON strings (timestamps in them in UTC, not
+    the session's time zone); for delimited text, binary becomes base64 and decimals are refused
+    (delimited text has no decimal type, contract §2.1).
     Columns in ``keep`` (the op column of a change feed) pass through untouched.
     """
     from pyspark.sql import functions as F
@@ -102,7 +105,7 @@ def normalize(df: DataFrame, *, options: TableOptions, keep: frozenset[str] = fr
                 f"Column {name!r} has a user-defined type; convert it to a plain column first."
             )
         if kind in _JSON_TYPES:
-            out.append(F.to_json(col).alias(name))
+            out.append(F.to_json(col, _JSON_OPTIONS).alias(name))
             changed = True
         elif options.is_delimited and kind == "binary":
             out.append(F.base64(col).alias(name, metadata={TEXT_TYPE: "ByteArray"}))

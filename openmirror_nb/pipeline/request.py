@@ -3,8 +3,9 @@ columns and keys, normalized values, and for change feeds the marker column in o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from openmirror_nb.errors import ConfigError
 from openmirror_nb.model import (
@@ -27,7 +28,10 @@ _COMPRESSIONS = ("none", "snappy", "gzip", "zstd")
 
 @dataclass(frozen=True)
 class PushRequest:
-    """Everything ``db.push`` was asked to do, already checked for form."""
+    """Everything ``db.push`` was asked to do, checked for form here and only here.
+
+    Checks that need the table (its keys, format and state) run in ``pipeline.checks``.
+    """
 
     table: TableRef
     keys: tuple[str, ...] | None
@@ -44,16 +48,56 @@ class PushRequest:
     compact: bool = False
     strict_delete: bool = False
 
+    @classmethod
+    def create(
+        cls,
+        *,
+        table: str,
+        keys: Sequence[str] | None,
+        order_by: Sequence[str],
+        **fields: Any,
+    ) -> PushRequest:
+        """Build a request from ``db.push``'s arguments (lists as given, the table as text)."""
+        if isinstance(keys, str) or isinstance(order_by, str):
+            raise ConfigError("keys and order_by take a list of column names, e.g. keys=['id'].")
+        return cls(
+            table=TableRef.parse(table),
+            keys=tuple(keys) if keys else None,
+            order_by=tuple(order_by),
+            **fields,
+        )
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("snapshot", "changes"):
+            raise ConfigError(f"mode {self.mode!r} is not valid; use 'snapshot' or 'changes'.")
+        if self.mode == "snapshot" and self.op_column is not None:
+            raise ConfigError("op_column is for change feeds; pass mode='changes' with it.")
+        if self.convention not in get_args(Convention):
+            raise ConfigError(
+                f"convention {self.convention!r} is not known; use rowmarker, sys_op, cdf or debezium."
+            )
+        if self.compression not in (None, *_COMPRESSIONS):
+            raise ConfigError(
+                f"compression {self.compression!r} is not supported; use none, snappy, gzip or zstd."
+            )
+        if (
+            isinstance(self.rows_per_file, bool)
+            or not isinstance(self.rows_per_file, int)
+            or self.rows_per_file < 1
+        ):
+            raise ConfigError(f"rows_per_file {self.rows_per_file!r} must be a whole number of at least 1.")
+        if self.update_marker not in (int(RowMarker.UPDATE), int(RowMarker.UPSERT)):
+            raise ConfigError(f"update_marker {self.update_marker} must be 1 (update) or 4 (upsert).")
+        if self.strict_delete and self.convention != "sys_op":
+            raise ConfigError("strict_delete is Prostore's rule; use it with convention='sys_op'.")
+
     @property
     def op(self) -> str:
         return self.op_column or DEFAULT_OP_COLUMN[self.convention]
 
 
 def compression_for(request: PushRequest, options: TableOptions) -> Compression:
-    if request.compression not in (None, *_COMPRESSIONS):
-        raise ConfigError(
-            f"compression {request.compression!r} is not supported; use none, snappy, gzip or zstd."
-        )
+    """The compression of this push's files, given the table's format."""
     if options.is_delimited:
         if options.delimited.row_separator not in ("\n", "\r"):
             raise ConfigError(

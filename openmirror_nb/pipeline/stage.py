@@ -7,7 +7,9 @@ collected to the driver except per-file counts and the first few offending keys.
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,20 +20,30 @@ from openmirror_nb.model import ROW_MARKER, Compression, TableOptions
 from openmirror_nb.storage.base import Storage
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
     from pyspark.sql.types import StructType
 
 # part-<task>-<uuid>-c<file>.<ext>; the uuid itself can hold "-c<digits>", so match it exactly.
 PART_NAME = r"^part-(\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-c(\d+)"
 _PART = re.compile(PART_NAME)
-# Parquet INT96 timestamps are deprecated; the contract wants INT64 microseconds. Dates before
-# 1582 are written in the proleptic calendar every other Parquet reader uses.
+# A push never changes the user's Spark session, not even while it runs (other cells and
+# threads share it). What the files must hold is pinned per write instead:
+# - Parquet timestamps are INT64 microseconds, adjusted to UTC (Spark's default is the deprecated
+#   INT96), and dates and timestamps before 1582 are written in the proleptic calendar every other
+#   reader uses (Spark 3.5's default refuses them; LEGACY would shift them). Spark has no per-write
+#   option for either: the Parquet writer takes both from the SQL conf of the session that runs
+#   the write. So the write runs in a private clone of the user's session that has them set
+#   (``_isolated``); where Spark cannot clone one, they are set for exactly the write
+#   (``session_conf``).
+# - Reading staged Parquet back needs no conf: files Spark 3+ wrote record their calendar in the
+#   footer; the read options only pin files that do not.
+# - INT64 micros are instants, so no Parquet value depends on the session time zone; text files
+#   format and parse timestamps with an explicit UTC ``timeZone`` option.
 _WRITE_CONF = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
-    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
-    "spark.sql.session.timeZone": "UTC",
 }
+_PARQUET_READ = {"datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
 TIMESTAMP_TEXT = "yyyy-MM-dd HH:mm:ss.SSSSSS"
 
 
@@ -53,20 +65,68 @@ class StagedStats:
     null_key_rows: int
 
 
+# Confs ``session_conf`` holds set, per (session, key): [pushes inside, the user's value].
+_HELD: dict[tuple[int, str], list[Any]] = {}
+_HELD_LOCK = threading.Lock()
+
+
 @contextmanager
 def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
-    """Set SQL confs for the duration of our own jobs and put the user's values back."""
-    saved: dict[str, str | None] = {k: spark.conf.get(k, None) for k in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
+    """Set SQL confs session-wide for exactly the enclosed write, then put the user's back.
+
+    Only the fallback of ``write_parts`` for a Spark that cannot clone a session: the user's
+    other threads see ``conf`` while the write runs. Our own concurrent pushes share one set:
+    the first in saves the user's values, the last out restores them (unset stays unset).
+    """
+    sid = id(spark)
+    entered: list[str] = []
     try:
+        with _HELD_LOCK:
+            for key, value in conf.items():
+                held = _HELD.get((sid, key))
+                if held is None:
+                    saved = spark.conf.get(key, None)
+                    spark.conf.set(key, value)
+                    _HELD[(sid, key)] = [1, saved]
+                else:
+                    held[0] += 1
+                entered.append(key)
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+        with _HELD_LOCK:
+            for key in entered:
+                held = _HELD[(sid, key)]
+                held[0] -= 1
+                if held[0] == 0:
+                    del _HELD[(sid, key)]
+                    if held[1] is None:
+                        spark.conf.unset(key)
+                    else:
+                        spark.conf.set(key, held[1])
+
+
+def _isolated(df: DataFrame, conf: dict[str, str]) -> DataFrame | None:
+    """``df`` bound to a private clone of its session that has ``conf`` set, or ``None`` when
+    this Spark cannot clone one (Spark Connect, or internals that moved).
+
+    The clone copies the session's state (every SQL conf, so the query keeps its meaning) and
+    shares its SparkContext and cache; ``conf`` is set on the clone only, so the user's session
+    is never changed. ``cloneSession`` and ``Dataset.ofRows`` are ``private[sql]`` JVM APIs of
+    classic Spark 3.5 and 4.x (the Dataset class moved to ``sql.classic`` in 4.0).
+    """
+    from pyspark.sql import DataFrame as Frame
+
+    try:
+        jdf: Any = df._jdf
+        jvm: Any = df.sparkSession._jvm
+        clone = jdf.sparkSession().cloneSession()
+        for key, value in conf.items():
+            clone.conf().set(key, value)
+        dataset = functools.reduce(getattr, jdf.getClass().getName().split("."), jvm)
+        frame = Frame(dataset.ofRows(clone, jdf.logicalPlan()), df.sparkSession)
+    except Exception:  # an internal API: any failure only means the bounded session-wide set
+        return None
+    return frame
 
 
 def _text_options(options: TableOptions) -> dict[str, Any]:
@@ -83,6 +143,7 @@ def _text_options(options: TableOptions) -> dict[str, Any]:
         "timestampFormat": TIMESTAMP_TEXT,
         "timestampNTZFormat": TIMESTAMP_TEXT,
         "dateFormat": "yyyy-MM-dd",
+        "timeZone": "UTC",
     }
 
 
@@ -95,12 +156,20 @@ def write_parts(
     rows_per_file: int,
 ) -> None:
     """Spark writes the DataFrame as complete files under ``uri`` (one job, no collect)."""
-    writer = df.write.mode("errorifexists").option("maxRecordsPerFile", rows_per_file)
+    if options.is_delimited:
+        _writer(df, rows_per_file).options(**_text_options(options)).csv(uri)
+        return
+    isolated = _isolated(df, _WRITE_CONF)
+    if isolated is not None:
+        _writer(isolated, rows_per_file).option("compression", compression).parquet(uri)
+        return
+    # Kept only for a Spark without session clones (see _WRITE_CONF): bounded, then restored.
     with session_conf(df.sparkSession, _WRITE_CONF):
-        if options.is_delimited:
-            writer.options(**_text_options(options)).csv(uri)
-        else:
-            writer.option("compression", compression).parquet(uri)
+        _writer(df, rows_per_file).option("compression", compression).parquet(uri)
+
+
+def _writer(df: DataFrame, rows_per_file: int) -> DataFrameWriter:
+    return df.write.mode("errorifexists").option("maxRecordsPerFile", rows_per_file)
 
 
 def read_staged(spark: SparkSession, *, uri: str, schema: StructType, options: TableOptions) -> DataFrame:
@@ -108,7 +177,7 @@ def read_staged(spark: SparkSession, *, uri: str, schema: StructType, options: T
     reader = spark.read.schema(schema)
     if options.is_delimited:
         return reader.options(**_text_options(options)).csv(uri)
-    return reader.parquet(uri)
+    return reader.options(**_PARQUET_READ).parquet(uri)
 
 
 def any_null(keys: tuple[str, ...]) -> Column:
@@ -127,15 +196,14 @@ def staged_stats(
     """One small aggregation over the key and marker columns of the staged files."""
     from pyspark.sql import functions as F
 
-    with session_conf(spark, _WRITE_CONF):
-        staged = read_staged(spark, uri=uri, schema=schema, options=options)
-        null_key = any_null(keys)
-        marker = F.col(ROW_MARKER) if ROW_MARKER in schema.fieldNames() else F.lit(None).cast("int")
-        rows = (
-            staged.groupBy(F.col("_metadata.file_name").alias("file"), marker.alias("marker"))
-            .agg(F.count(F.lit(1)).alias("rows"), F.sum(F.when(null_key, 1).otherwise(0)).alias("nulls"))
-            .collect()
-        )
+    staged = read_staged(spark, uri=uri, schema=schema, options=options)
+    null_key = any_null(keys)
+    marker = F.col(ROW_MARKER) if ROW_MARKER in schema.fieldNames() else F.lit(None).cast("int")
+    rows = (
+        staged.groupBy(F.col("_metadata.file_name").alias("file"), marker.alias("marker"))
+        .agg(F.count(F.lit(1)).alias("rows"), F.sum(F.when(null_key, 1).otherwise(0)).alias("nulls"))
+        .collect()
+    )
     by_file: dict[str, int] = {}
     by_marker: dict[int | None, int] = {}
     nulls = 0
@@ -176,10 +244,9 @@ def duplicate_keys(
     """The first few key values that occur more than once in the staged files."""
     from pyspark.sql import functions as F
 
-    with session_conf(spark, _WRITE_CONF):
-        staged = read_staged(spark, uri=uri, schema=schema, options=options)
-        cols = [F.col(f"`{k}`") for k in keys]
-        dupes = staged.groupBy(*cols).count().where(F.col("count") > 1).limit(limit).collect()
+    staged = read_staged(spark, uri=uri, schema=schema, options=options)
+    cols = [F.col(f"`{k}`") for k in keys]
+    dupes = staged.groupBy(*cols).count().where(F.col("count") > 1).limit(limit).collect()
     return [tuple(row[k] for k in keys) for row in dupes]
 
 

@@ -1,9 +1,10 @@
 """A landing zone on OneLake / ADLS Gen2 through ``azure-storage-file-datalake`` (extra "azure").
 
 Writes upload to an underscore temporary name in the same folder, then rename; the rename is
-conditional (``If-None-Match: *``) unless overwriting, so a published file is never replaced. The
-per-name lock is a blob lease with a finite duration, renewed by a thread while held, so a lock left
-by a dead process expires and is taken over. Azure is imported only when this backend is built.
+conditional (``If-None-Match: *``) unless overwriting, so a published file is never replaced
+(``adls_rename``). The per-name lock is a blob lease with a finite duration, renewed by a thread while
+held, so a lock left by a dead process expires and is taken over (``lease_lock``). Azure is imported
+only when this backend is built.
 """
 
 from __future__ import annotations
@@ -15,20 +16,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC
 from typing import IO, Any
-from urllib.parse import quote, urlparse
+from urllib.parse import urlparse
 
 from openmirror_nb import runtime
 from openmirror_nb.errors import MissingDependencyError, PathExistsError, StorageError
-from openmirror_nb.storage.base import Entry
+from openmirror_nb.storage.adls_rename import TAKEN, AdlsRenamer
+from openmirror_nb.storage.base import Entry, LockStatus
 from openmirror_nb.storage.credentials import AZURE_HINT, resolve_credential, scrub
-from openmirror_nb.storage.lease_lock import acquire_lease, hold_lease
+from openmirror_nb.storage.lease_lock import acquire_lease, hold_lease, read_lock_status
 from openmirror_nb.target import LANDING_ZONE, OneLakeTarget
 
 LOCK_FOLDER = "_openmirror/locks"
 CHUNK = 8 * 1024 * 1024  # bytes per append request
-# Answers meaning "the destination is taken": ADLS sends 409 PathAlreadyExists for If-None-Match: *;
-# 412 ConditionNotMet is accepted too in case a OneLake front end answers the generic way.
-_TAKEN = {"PathAlreadyExists", "ConditionNotMet", "BlobAlreadyExists"}
 
 
 def _sdk() -> Any:
@@ -82,6 +81,8 @@ class AdlsStorage:
         credential = resolve_credential(credential)
         service = self._sdk.DataLakeServiceClient(account_url, credential=credential, **client_kwargs)
         self._fs = service.get_file_system_client(file_system)
+        # Checked here, once: a missing SDK ability must stop the push before it writes anything.
+        self._renamer = AdlsRenamer(self._fs, file_system, self._sdk, errors=self._errors, where=self.uri(""))
 
     @classmethod
     def from_target(
@@ -113,7 +114,7 @@ class AdlsStorage:
             yield
         except AzureError as exc:
             code, status = getattr(exc, "error_code", None), getattr(exc, "status_code", None)
-            if code in _TAKEN:
+            if code in TAKEN:
                 raise PathExistsError(f"{path!r} already exists; it was not replaced.") from None
             lines = (getattr(exc, "message", None) or str(exc)).strip().splitlines()
             parts = (f"HTTP {status}" if status else "", code or "", lines[0] if lines else "")
@@ -166,58 +167,15 @@ class AdlsStorage:
             client.flush_data(offset, close=True)
 
     def _rename(self, src: str, dst: str, shown: str, *, size: int, overwrite: bool) -> None:
-        """Rename full path ``src`` to ``dst`` with one DFS ``PUT`` carrying ``x-ms-rename-source``.
-
-        Not ``DataLakeFileClient.rename_file``: several projects report it failing on OneLake with
-        SourcePathNotFound (peers.md section 7), and the Microsoft Open Mirroring SDK, bc2adls and the
-        MongoDB connector all rename with this raw REST call instead. It goes through the SDK's own
-        pipeline (credential, retries, transport), names the source ``/<filesystem>/<path>`` (the
-        form bc2adls uses on OneLake), omits the SDK's ``mode=legacy``, and sends
-        ``If-None-Match: *`` so a taken destination answers 409 instead of being replaced (stack.md
-        section 8). ``tests/storage/test_live_onelake.py`` checks that refusal on real OneLake.
-        """
-        client = self._fs.get_file_client(dst)
-        headers = {
-            "x-ms-rename-source": f"/{quote(self.file_system)}/{quote(src)}",
-            "x-ms-version": client.api_version,
-        }
-        if not overwrite:
-            headers["If-None-Match"] = "*"
-        status, code = self._send(client.url, headers, shown)
-        if status == 404 and code == "RenameDestinationParentPathNotFound":
-            self._make_folder(dst.rpartition("/")[0], shown)
-            status, code = self._send(client.url, headers, shown)
-        if status in (200, 201):
-            return
-        # A retry of a rename whose first attempt succeeded (response lost) sees its own result: the
-        # source gone and the destination holding a file of its size. Only we move a source we own.
-        if code in (*_TAKEN, "SourcePathNotFound") and not self._exists(src) and self._size(dst) == size:
-            return
-        if code in _TAKEN:
-            raise PathExistsError(f"{shown!r} already exists; it was not replaced.")
-        raise StorageError(
-            f"Cannot rename to {shown!r} in {self.uri('')}: HTTP {status} {code or ''}".rstrip() + "."
+        """Rename full path ``src`` (a file of ``size`` bytes) to ``dst`` in one conditional rename."""
+        self._renamer.rename(
+            src,
+            dst,
+            shown,
+            overwrite=overwrite,
+            folder=False,
+            landed=lambda: not self._exists(src) and self._size(dst) == size,
         )
-
-    def _send(self, url: str, headers: dict[str, str], shown: str) -> tuple[int, str | None]:
-        from azure.core.rest import HttpRequest
-
-        pipeline = self._fs._pipeline  # the SDK's own pipeline: same credential, retries, transport
-        with self._errors("rename to", shown):
-            response = pipeline.run(HttpRequest("PUT", url, headers=headers)).http_response
-        return int(response.status_code), response.headers.get("x-ms-error-code")
-
-    def _make_folder(self, full: str, shown: str) -> None:
-        from azure.core import MatchConditions
-        from azure.core.exceptions import ResourceExistsError
-
-        with self._errors("create the folder of", shown):
-            try:
-                self._fs.get_directory_client(full).create_directory(
-                    match_condition=MatchConditions.IfMissing
-                )
-            except ResourceExistsError:
-                pass
 
     def _discard(self, full: str) -> None:
         try:
@@ -285,6 +243,20 @@ class AdlsStorage:
                 if getattr(exc, "error_code", None) != "DirectoryNotEmpty":
                     raise
 
+    def move_folder(self, src: str, dst: str) -> None:
+        # DFS renames a folder with all it holds in one request; readers never see it half moved.
+        full_src, full_dst = self._full(src), self._full(dst)
+        if full_src == self.base_path or not self._exists(full_src):
+            raise StorageError(f"Cannot move {src!r}: there is no such folder below {self.uri('')}.")
+        self._renamer.rename(
+            full_src,
+            full_dst,
+            dst,
+            overwrite=False,
+            folder=True,
+            landed=lambda: not self._exists(full_src) and self._exists(full_dst),
+        )
+
     @contextmanager
     def lock(self, name: str, *, timeout: float) -> Iterator[None]:
         path = f"{LOCK_FOLDER}/{name}.lock"
@@ -301,6 +273,11 @@ class AdlsStorage:
             lease, name=name, lease_seconds=self.lease_seconds, renew_interval=self.renew_interval
         ):
             yield
+
+    def lock_status(self, name: str) -> LockStatus:
+        path = f"{LOCK_FOLDER}/{name}.lock"
+        with self._errors("read the lock", path):
+            return read_lock_status(self._fs.get_file_client(self._full(path)))
 
     def uri(self, path: str) -> str:
         return f"abfss://{self.file_system}@{self.host}/{self._full(path) if path else self.base_path}"

@@ -1,8 +1,14 @@
 """The per-table lock on OneLake / ADLS Gen2: a blob lease with a finite duration, renewed by a
-thread while held, so a lock left by a dead process lapses and is taken over (design §4)."""
+thread while held, so a lock left by a dead process lapses and is taken over (design §4).
+
+Whoever takes the lease records ``host:pid`` and the time in the lock file's metadata, so
+``read_lock_status`` tells with one properties request who holds the lock (or held it last).
+"""
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 import uuid
@@ -11,6 +17,9 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from openmirror_nb.errors import LockTimeoutError, StorageError
+from openmirror_nb.storage.base import LockStatus
+
+HOLDER_KEY, SINCE_KEY = "openmirror_holder", "openmirror_since"  # metadata names: C# identifiers
 
 
 def acquire_lease(
@@ -32,6 +41,7 @@ def acquire_lease(
         with errors():
             try:
                 lease.acquire(lease_duration=lease_seconds)
+                _record_holder(client, lease)
                 return lease
             except ResourceNotFoundError:  # first use of this name: create the empty lock file
                 try:
@@ -42,9 +52,14 @@ def acquire_lease(
             except ResourceExistsError:
                 pass  # LeaseAlreadyPresent: another writer holds it
         if time.monotonic() >= deadline:
+            try:
+                holder = read_lock_status(client).holder
+            except Exception:
+                holder = None  # the timeout is the news; who holds the lock is a courtesy
+            who = f" (held by {holder})" if holder else ""
             raise LockTimeoutError(
-                f"Table {name!r} is locked by another writer for more than {timeout:g} s; wait for it to "
-                f"finish or raise lock_timeout (a lock left by a stopped process lapses within "
+                f"Table {name!r} is locked by another writer{who} for more than {timeout:g} s; wait for "
+                f"it to finish or raise lock_timeout (a lock left by a stopped process lapses within "
                 f"{lease_seconds} s)."
             )
         time.sleep(max(0.0, min(pause, deadline - time.monotonic())))
@@ -86,3 +101,37 @@ def hold_lease(lease: Any, *, name: str, lease_seconds: int, renew_interval: flo
             f"The lock {name!r} lapsed while held (its lease could not be renewed) and another writer "
             "may have taken it; check the table before publishing again."
         )
+
+
+def _record_holder(client: Any, lease: Any) -> None:
+    """Write ``host:pid`` and the time into the lock file's metadata, under the lease just taken.
+
+    Until this lands a status read shows the lease held with the previous holder's record. Best
+    effort: the lease is the lock, the record only informs, so failing to write it must not fail
+    (or leak) the lock.
+    """
+    holder = f"{socket.gethostname()}:{os.getpid()}".encode("ascii", "replace").decode()  # header-safe
+    try:
+        client.set_metadata({HOLDER_KEY: holder, SINCE_KEY: f"{time.time():.3f}"}, lease=lease)
+    except Exception:
+        pass
+
+
+def read_lock_status(client: Any) -> LockStatus:
+    """Whether the lock file's lease is held, and the recorded holder, from one properties request;
+    never takes or waits for the lease. A missing lock file is a lock nobody has taken."""
+    from azure.core.exceptions import ResourceNotFoundError
+
+    try:
+        props = client.get_file_properties()
+    except ResourceNotFoundError:
+        return LockStatus(held=False)
+    # "locked" covers "leased" and "breaking": a breaking lease still excludes others until it ends.
+    held = getattr(props.lease, "status", None) == "locked"
+    metadata = props.metadata or {}
+    holder = metadata.get(HOLDER_KEY) or None
+    try:
+        since = float(metadata[SINCE_KEY]) if holder else None
+    except (KeyError, ValueError):
+        since = None
+    return LockStatus(held=held, holder=holder, since=since)

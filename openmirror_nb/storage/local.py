@@ -2,8 +2,10 @@
 
 No-clobber publication uses ``os.link`` + ``unlink``: ``link`` fails if the destination exists,
 which is the local equivalent of ADLS ``If-None-Match: *`` on a rename. Locks are ``flock`` on
-files under ``_openmirror/locks`` (ignored by the service), released by the kernel if the
-holder dies.
+files released by the kernel if the holder dies; a local mirrored database keeps them beside its
+landing zone (``<db>/.openmirror/locks``), so that taking a lock — which a rejected push does
+too — never changes the landing zone. A bare ``LocalStorage`` keeps them under
+``_openmirror/locks`` in the root, which the service ignores.
 """
 
 from __future__ import annotations
@@ -29,8 +31,16 @@ class LocalStorage:
     ATOMIC_RENAME = True
     SPARK_WRITABLE = True
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, lock_dir: str | os.PathLike[str] | None = None
+    ) -> None:
         self.root = Path(root).resolve()
+        self.lock_dir = Path(lock_dir).resolve() if lock_dir is not None else self.root / LOCK_FOLDER
+
+    def _lock_file(self, name: str) -> Path:
+        if "/" in name or name in ("", ".", ".."):
+            raise StorageError(f"Lock name {name!r} is not a plain file name.")
+        return self.lock_dir / f"{name}.lock"
 
     def _path(self, path: str) -> Path:
         full = (self.root / path).resolve() if path else self.root
@@ -124,7 +134,7 @@ class LocalStorage:
 
     @contextmanager
     def lock(self, name: str, *, timeout: float) -> Iterator[None]:
-        path = self._path(f"{LOCK_FOLDER}/{name}.lock")
+        path = self._lock_file(name)
         path.parent.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + timeout
         with open(path, "a+b") as fh:
@@ -152,9 +162,8 @@ class LocalStorage:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def lock_status(self, name: str) -> LockStatus:
-        path = self._path(f"{LOCK_FOLDER}/{name}.lock")
         try:
-            fh = open(path, "rb")
+            fh = open(self._lock_file(name), "rb")
         except FileNotFoundError:
             return LockStatus(held=False)
         with fh:

@@ -11,6 +11,9 @@ from openmirror_nb.storage.base import Storage
 from openmirror_nb.storage.local import LocalStorage
 from openmirror_nb.target import LocalTarget, OneLakeTarget, Target
 
+# Beside the landing zone of a local mirrored database: locks never change the landing zone.
+LOCK_DIR = ".openmirror/locks"
+
 
 def open_storage(target: Target, *, credential: Any = None) -> Storage:
     """The landing zone of ``target`` as a ``Storage``.
@@ -36,7 +39,7 @@ def open_files_storage(target: Target, *, credential: Any = None) -> Storage:
 
 def _open(target: Target, *, credential: Any, folder: str) -> Storage:
     if isinstance(target, LocalTarget):
-        return LocalStorage(target.root / folder)
+        return LocalStorage(target.root / folder, lock_dir=target.root / LOCK_DIR)
     if isinstance(target, OneLakeTarget):
         from openmirror_nb.storage.adls import AdlsStorage
 

@@ -16,12 +16,13 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from openmirror_nb.errors import LockTimeoutError, PathExistsError, StorageError
-from openmirror_nb.storage.base import Entry
+from openmirror_nb.storage.base import Entry, LockStatus
 
 LOCK_PROBE = """
 import sys
@@ -183,6 +184,47 @@ class StorageContract:
             f"w{i}" for i in range(writers) if i != winners[0]
         )
 
+    # folder moves
+
+    def test_move_folder_moves_the_whole_tree(self, storage):
+        tree = {
+            "a.parquet": b"a",
+            "_openmirror/staging/p/part": b"part",
+            "sub/deep/f": b"\x00d",
+            "empty": b"",
+        }
+        for rel, data in tree.items():
+            storage.write_bytes(f"t/{rel}", data)
+        storage.write_bytes("trash/earlier/f", b"e")
+        storage.move_folder("t", "trash/t-1")
+        assert not storage.exists("t") and files_in(storage, "") == ["trash"]
+        moved = {rel: storage.read_bytes(rel) for rel, _ in storage.walk_files("trash/t-1")}
+        assert moved == {f"trash/t-1/{rel}": data for rel, data in tree.items()}
+        assert storage.read_bytes("trash/earlier/f") == b"e"
+
+    def test_move_folder_refuses_an_existing_destination(self, storage):
+        storage.write_bytes("t/f", b"new")
+        storage.write_bytes("trash/t/g", b"old")
+        storage.write_bytes("trash/file", b"a file")
+        for taken in ("trash/t", "trash/file"):
+            with pytest.raises(PathExistsError, match=taken):
+                storage.move_folder("t", taken)
+        assert [rel for rel, _ in storage.walk_files("")] == ["t/f", "trash/file", "trash/t/g"]
+        assert storage.read_bytes("trash/t/g") == b"old" and storage.read_bytes("t/f") == b"new"
+
+    def test_move_folder_of_a_missing_folder_fails(self, storage):
+        storage.write_bytes("t/f", b"1")
+        with pytest.raises(StorageError, match="gone") as caught:
+            storage.move_folder("t/gone", "trash/gone")
+        assert not isinstance(caught.value, PathExistsError)
+        assert not storage.exists("trash") and storage.read_bytes("t/f") == b"1"
+
+    def test_move_folder_creates_the_destination_parents(self, storage):
+        storage.write_bytes("t/x/f", b"1")
+        storage.move_folder("t/x", "trash/2024/01/x")
+        assert storage.read_bytes("trash/2024/01/x/f") == b"1"
+        assert not storage.exists("t/x") and storage.exists("t")
+
     # deletes
 
     def test_delete_file_folder_and_missing(self, storage):
@@ -245,12 +287,35 @@ class StorageContract:
         holder = run_script(storage_source, LOCK_HOLDER)
         try:
             assert holder.stdout.readline().strip() == "held", holder.stderr.read()
+            # While it holds the lock, status and a timed-out waiter both name it.
+            status = storage.lock_status("orders")
+            assert status.held and status.holder and status.holder.endswith(f":{holder.pid}")
+            with pytest.raises(LockTimeoutError, match=f"held by .*:{holder.pid}"):
+                with storage.lock("orders", timeout=0.2):
+                    pass
         finally:
             os.kill(holder.pid, signal.SIGKILL)
             holder.communicate(timeout=60)
         expire_locks()
+        assert not storage.lock_status("orders").held
         with storage.lock("orders", timeout=30):
             pass
+
+    def test_lock_status_before_while_and_after_holding(self, storage, second_storage):
+        assert storage.lock_status("orders") == LockStatus(held=False)
+        took = time.time()
+        with storage.lock("orders", timeout=5):
+            for store in (second_storage, storage):  # another client, and the holder itself
+                status = store.lock_status("orders")
+                assert status.held and status.holder and status.holder.endswith(f":{os.getpid()}")
+                assert status.since is not None and abs(status.since - took) < 30
+            assert not second_storage.lock_status("customers").held
+            with pytest.raises(LockTimeoutError, match=f"held by .*:{os.getpid()}"):
+                with second_storage.lock("orders", timeout=0.2):
+                    pass
+        assert not storage.lock_status("orders").held
+        with second_storage.lock("orders", timeout=0.5):
+            pass  # reading the status never took the lock
 
     # bulk upload and walking
 

@@ -3,17 +3,31 @@ HTTPS with a bearer token, plus the wire-level promises (conditional rename, lea
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
 from pathlib import Path
 
+import azure.storage.filedatalake as sdk
 import pytest
 from azure.storage.blob import LinearRetry
-from azure.storage.filedatalake import DataLakeLeaseClient, DataLakeServiceClient
+from azure.storage.filedatalake import (
+    DataLakeDirectoryClient,
+    DataLakeFileClient,
+    DataLakeLeaseClient,
+    DataLakeServiceClient,
+)
 
-from openmirror_nb.errors import LockTimeoutError, MissingDependencyError, PathExistsError, StorageError
+from openmirror_nb.errors import (
+    LockTimeoutError,
+    MissingDependencyError,
+    NotSupportedError,
+    PathExistsError,
+    StorageError,
+)
 from openmirror_nb.storage.adls import AdlsStorage
+from openmirror_nb.storage.base import LockStatus
 from tests.dfs_server import TOKEN, StaticTokenCredential
 from tests.storage.conftest import PAGE_SIZE
 from tests.storage.contract import StorageContract
@@ -38,6 +52,28 @@ def make_storage(dfs, fs: str, **kwargs) -> AdlsStorage:
 
 def sent(dfs, fs: str):
     return [r for r in list(dfs.requests) if r.path == fs or r.path.startswith(fs + "/")]
+
+
+class NoPipeline:
+    """A file-system client shaped like an SDK release without the private ``_pipeline``: every
+    other attribute is the real client's, so the SDK's own calls still work."""
+
+    def __init__(self, real) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str):
+        if name == "_pipeline":
+            raise AttributeError(name)
+        return getattr(self._real, name)
+
+
+@pytest.fixture
+def no_pipeline(monkeypatch):
+    """Backends built while this is active see a file-system client without ``_pipeline``."""
+    real = DataLakeServiceClient.get_file_system_client
+    monkeypatch.setattr(
+        DataLakeServiceClient, "get_file_system_client", lambda self, name: NoPipeline(real(self, name))
+    )
 
 
 class TestAdlsStorage(StorageContract):
@@ -67,6 +103,25 @@ class TestAdlsStorage(StorageContract):
     @pytest.fixture
     def fail_next_publish(self, dfs, fs):
         return lambda: dfs.inject(lambda r: r.path.startswith(fs) and "x-ms-rename-source" in r.headers)
+
+
+class TestAdlsStorageViaPublicRename(TestAdlsStorage):
+    """The whole contract again on the fallback for an SDK without ``_pipeline``: the public
+    ``rename_file`` / ``rename_directory`` with ``MatchConditions.IfMissing``."""
+
+    @pytest.fixture
+    def storage(self, dfs, fs, no_pipeline):
+        storage = make_storage(dfs, fs)
+        assert storage._renamer.via == "sdk"
+        return storage
+
+    @pytest.fixture
+    def second_storage(self, dfs, fs, no_pipeline):
+        return make_storage(dfs, fs)
+
+    # Locks across processes rename nothing; the class above covers them.
+    test_lock_excludes_another_process = None
+    test_lock_of_a_killed_process_is_taken_over = None
 
 
 def test_publish_is_one_conditional_rename_and_never_overwrites(dfs, fs):
@@ -287,3 +342,106 @@ def test_threads_share_one_storage_safely(dfs, fs):
     for t in threads:
         t.join()
     assert not errors and len(storage.list_dir("t")) == 12
+
+
+def test_move_folder_is_one_conditional_rename(dfs, fs):
+    storage = make_storage(dfs, fs)
+    for i in range(3):
+        storage.write_bytes(f"t/sub/f{i}", b"x")
+    before = len(sent(dfs, fs))
+    storage.move_folder("t", "trash/t-1")
+    moves = sent(dfs, fs)[before:]
+    renames = [r for r in moves if "x-ms-rename-source" in r.headers]
+    # One existence check, the rename, the trash folder it needed, the rename again.
+    assert [r.method for r in moves] == ["HEAD", "PUT", "PUT", "PUT"]
+    assert [r.status for r in renames] == [404, 201]
+    for r in renames:
+        assert r.path == f"{fs}/mirror.MirroredDatabase/Files/LandingZone/trash/t-1"
+        assert r.headers["x-ms-rename-source"] == f"/{fs}/mirror.MirroredDatabase/Files/LandingZone/t"
+        assert r.headers["if-none-match"] == "*" and "mode" not in r.query
+    assert [rel for rel, _ in storage.walk_files("")] == [f"trash/t-1/sub/f{i}" for i in range(3)]
+
+
+def test_a_lost_folder_move_answer_is_recognised_on_retry(dfs, fs):
+    storage = make_storage(dfs, fs)
+    storage.write_bytes("t/f", b"1")
+    storage.write_bytes("trash/keep", b"k")
+    before = len(sent(dfs, fs))
+    dfs.inject(lambda r: r.path.startswith(fs) and "x-ms-rename-source" in r.headers, status=500, after=True)
+    storage.move_folder("t", "trash/t")
+    assert storage.read_bytes("trash/t/f") == b"1" and not storage.exists("t")
+    retried = [r.status for r in sent(dfs, fs)[before:] if "x-ms-rename-source" in r.headers]
+    assert retried[0] == 500 and retried[1:] in ([404], [409])  # the source is gone, the destination taken
+
+
+def test_lock_status_is_one_properties_request_and_takes_nothing(dfs, fs):
+    storage, other = make_storage(dfs, fs), make_storage(dfs, fs)
+    with storage.lock("orders", timeout=5):
+        recorded = [r for r in sent(dfs, fs) if r.query.get("comp") == "metadata"]
+        assert len(recorded) == 1 and recorded[0].headers.get("x-ms-lease-id")  # set under the lease
+        before = len(sent(dfs, fs))
+        status = other.lock_status("orders")
+        asked = sent(dfs, fs)[before:]
+        assert [r.method for r in asked] == ["HEAD"] and "x-ms-lease-action" not in asked[0].headers
+        assert status.held and status.holder and status.holder.endswith(f":{os.getpid()}")
+
+
+def test_lock_status_of_a_lapsed_lease_keeps_the_last_holder(dfs, fs):
+    storage = make_storage(dfs, fs)
+    lock_file = (
+        DataLakeServiceClient(
+            dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
+        )
+        .get_file_system_client(fs)
+        .get_file_client("mirror.MirroredDatabase/Files/LandingZone/_openmirror/locks/orders.lock")
+    )
+    with storage.lock("orders", timeout=5):
+        pass
+    DataLakeLeaseClient(lock_file).acquire(lease_duration=15)  # a holder that died without renewing
+    assert storage.lock_status("orders").held
+    dfs.advance(16)
+    status = storage.lock_status("orders")
+    assert not status.held and status.holder and status.holder.endswith(f":{os.getpid()}")
+
+
+def test_a_failed_holder_record_does_not_fail_the_lock(dfs, fs):
+    storage, other = make_storage(dfs, fs), make_storage(dfs, fs)
+    dfs.inject(lambda r: r.path.startswith(fs) and r.query.get("comp") == "metadata")
+    with storage.lock("orders", timeout=5):
+        assert other.lock_status("orders") == LockStatus(held=True)
+    with other.lock("orders", timeout=1):
+        pass
+
+
+def test_without_the_private_pipeline_renames_use_the_public_sdk(dfs, fs, no_pipeline):
+    storage = make_storage(dfs, fs)
+    assert storage._renamer.via == "sdk"
+    storage.write_bytes("t/00000000000000000001.parquet", b"one")
+    storage.write_bytes("t/_stage/part", b"two")
+    with pytest.raises(PathExistsError, match="00000000000000000001"):
+        storage.rename("t/_stage/part", "t/00000000000000000001.parquet")
+    assert storage.read_bytes("t/00000000000000000001.parquet") == b"one"
+    storage.rename("t/_stage/part", "t/00000000000000000002.parquet")
+    storage.move_folder("t", "trash/t")
+    assert [rel for rel, _ in storage.walk_files("")] == [
+        "trash/t/00000000000000000001.parquet",
+        "trash/t/00000000000000000002.parquet",
+    ]
+    storage.write_bytes("later/t/f", b"3")
+    with pytest.raises(PathExistsError, match="trash/t"):
+        storage.move_folder("later/t", "trash/t")
+    assert storage.read_bytes("later/t/f") == b"3"
+    renames = [r for r in sent(dfs, fs) if "x-ms-rename-source" in r.headers]
+    assert all(r.query.get("mode") == "legacy" and r.headers["if-none-match"] == "*" for r in renames)
+    assert not [p for p in dfs.store.overwrites if p.startswith(fs)]
+
+
+def test_without_pipeline_or_public_rename_the_backend_is_refused(dfs, fs, no_pipeline, monkeypatch):
+    monkeypatch.delattr(DataLakeFileClient, "rename_file")
+    monkeypatch.delattr(DataLakeDirectoryClient, "rename_directory")
+    with pytest.raises(NotSupportedError) as caught:
+        make_storage(dfs, fs)
+    message = str(caught.value)
+    assert f"azure-storage-file-datalake {sdk.__version__}" in message and "pip install" in message
+    assert TOKEN not in message
+    assert sent(dfs, fs) == [] and dfs.store.fs[fs] == {}

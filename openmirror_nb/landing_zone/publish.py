@@ -12,21 +12,14 @@ import json
 import os
 import signal
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 
 from openmirror_nb.errors import LandingZoneError, PathExistsError
-from openmirror_nb.landing_zone import (
-    CLEANUP_FOLDERS,
-    METADATA_FILE,
-    PARTNER_EVENTS_FILE,
-    data_file_name,
-    last_sequence_number,
-)
-from openmirror_nb.state import state_path
+from openmirror_nb.landing_zone.journal import Journal, JournalEntry
+from openmirror_nb.landing_zone.names import CLEANUP_FOLDERS, PARTNER_EVENTS_FILE, data_file_name
+from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.storage.base import Storage
 
-JOURNAL_FOLDER = "_openmirror/journal"
-STAGING_FOLDER = "_openmirror/staging"
 CRASH_ENV = "OPENMIRROR_CRASH_AT"
 
 
@@ -36,69 +29,11 @@ def crash_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-@dataclass(frozen=True)
-class JournalEntry:
-    staged: str
-    sequence: int
-
-
-@dataclass(frozen=True)
-class Journal:
-    """One decided push of one table."""
-
-    push_id: str
-    table: str
-    folder: str
-    extension: str
-    file_detection: str
-    staging: str
-    state: str
-    metadata: str | None = None
-    partner_events: str | None = None
-    entries: tuple[JournalEntry, ...] = field(default_factory=tuple)
-    obsolete: tuple[str, ...] = ()
-
-    def final(self, entry: JournalEntry) -> str:
-        return f"{self.folder}/{data_file_name(entry.sequence, self.extension)}"
-
-    def to_bytes(self) -> bytes:
-        return json.dumps(asdict(self), indent=1).encode("utf-8")
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> Journal:
-        doc = json.loads(data)
-        doc["entries"] = tuple(JournalEntry(**e) for e in doc["entries"])
-        doc["obsolete"] = tuple(doc.get("obsolete", ()))
-        return cls(**doc)
-
-
-def journal_path(table_key: str) -> str:
-    return f"{JOURNAL_FOLDER}/{table_key}.json"
-
-
-def staging_folder(table_key: str, push_id: str) -> str:
-    return f"{STAGING_FOLDER}/{table_key}/{push_id}"
-
-
-def next_sequence_number(storage: Storage, folder: str, *, floor: int = 0) -> int:
-    """1 + the largest number in the table folder, its cleanup folders and ``floor``."""
-    return max(last_sequence_number(storage, folder), floor) + 1
-
-
-def publish(storage: Storage, journal: Journal) -> Journal:
+def publish(home: TableFolder, journal: Journal) -> Journal:
     """Record the push, then carry it out. Returns the journal as executed."""
-    storage.write_bytes(journal_path(journal.table), journal.to_bytes(), overwrite=True)
+    home.write_journal(journal)
     crash_point("after_journal")
-    return roll_forward(storage, journal, recovering=False)
-
-
-def recover(storage: Storage, table_key: str) -> Journal | None:
-    """Finish an interrupted push of this table, if one was recorded."""
-    try:
-        data = storage.read_bytes(journal_path(table_key))
-    except FileNotFoundError:
-        return None
-    return roll_forward(storage, Journal.from_bytes(data), recovering=True)
+    return roll_forward(home, journal, recovering=False)
 
 
 def _same_bytes(storage: Storage, a: str, b: str) -> bool:
@@ -150,20 +85,21 @@ def _place(storage: Storage, journal: Journal, entry: JournalEntry, *, recoverin
     return False
 
 
-def roll_forward(storage: Storage, journal: Journal, *, recovering: bool) -> Journal:
+def roll_forward(home: TableFolder, journal: Journal, *, recovering: bool) -> Journal:
     """Create the metadata, rename every staged part to its number in order, commit the state.
 
     When ``recovering``, a part may already have been published (and even processed and moved
     by the service) before the crash: it is recognised by its bytes and not published again.
+    The caller has checked that the journal belongs to the table's life (``journal_belongs``).
     """
+    storage = home.storage
     if journal.partner_events and not storage.exists(PARTNER_EVENTS_FILE):
         try:
             storage.write_bytes(PARTNER_EVENTS_FILE, journal.partner_events.encode("utf-8"))
         except PathExistsError:
             pass  # another table's first push wrote it; it is database-wide and identical
-    metadata = f"{journal.folder}/{METADATA_FILE}"
-    if journal.metadata and not storage.exists(metadata):
-        storage.write_bytes(metadata, journal.metadata.encode("utf-8"))
+    if journal.metadata and not home.has_metadata():
+        storage.write_bytes(home.metadata_path, journal.metadata.encode("utf-8"))
     if journal.file_detection == "LastUpdateTimeFileDetection" and journal.entries:
         _wait_for_next_second(storage, journal.folder)
     entries = list(journal.entries)
@@ -171,10 +107,10 @@ def roll_forward(storage: Storage, journal: Journal, *, recovering: bool) -> Jou
     while i < len(entries):
         if not _place(storage, journal, entries[i], recovering=recovering):
             # Someone outside our lock took this number: renumber the rest after it.
-            start = next_sequence_number(storage, journal.folder)
+            start = home.next_sequence_number()
             entries[i:] = [replace(e, sequence=start + n) for n, e in enumerate(entries[i:])]
             journal = replace(journal, entries=tuple(entries))
-            storage.write_bytes(journal_path(journal.table), journal.to_bytes(), overwrite=True)
+            home.write_journal(journal)
             continue
         i += 1
         if i < len(entries):
@@ -185,9 +121,11 @@ def roll_forward(storage: Storage, journal: Journal, *, recovering: bool) -> Jou
         doc = json.loads(state)
         doc["last_sequence_number"] = entries[-1].sequence
         state = json.dumps(doc, indent=2) + "\n"
-    storage.write_bytes(state_path(journal.folder), state.encode("utf-8"), overwrite=True)
-    storage.delete(journal_path(journal.table))
+    storage.write_bytes(home.state_path, state.encode("utf-8"), overwrite=True)
+    crash_point("after_state_commit")
+    storage.delete(home.journal_path)
     storage.delete(journal.staging)
+    storage.delete(home.staging_root, recursive=False)  # empty now: every push stages under the lock
     for folder in journal.obsolete:  # key state the new state no longer refers to
         storage.delete(folder)
     return journal

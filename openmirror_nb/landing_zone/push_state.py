@@ -1,7 +1,8 @@
-"""What was last pushed to a table, kept in the table folder's ``_openmirror/`` (design §4).
+"""What was last pushed to a table (``PushState``), kept in the table folder's ``_openmirror/``.
 
-Living inside the table folder means dropping the folder drops the state with it. The state is
-committed only through the publish journal, so it never disagrees with the published files.
+Living inside the table folder means dropping the folder drops the state with it (design §4).
+The state is committed only through the publish journal, so it never disagrees with the
+published files. Not to be confused with the local mirror's ``MirroredTableState``.
 """
 
 from __future__ import annotations
@@ -10,18 +11,11 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from openmirror_nb.landing_zone import INTERNAL_FOLDER
-from openmirror_nb.storage.base import Storage
-
 STATE_VERSION = 1
 
 
-def state_path(folder: str) -> str:
-    return f"{folder}/{INTERNAL_FOLDER}/state.json"
-
-
 @dataclass(frozen=True)
-class TableState:
+class PushState:
     """The table as of the last committed push.
 
     Attributes:
@@ -35,6 +29,11 @@ class TableState:
         delta_rows: Rows in ``deltas`` (keys touched, at most); ``None`` as for ``base_rows``.
         buckets: The hash-bucket count ``base`` is laid out in (see ``pipeline.buckets``);
             ``None`` when it is not, which reads it plainly.
+        incarnation: The id of this life of the table, from its initial load to the deletion of
+            its folder (``None`` in states written before incarnations existed).
+        created: When the initial load was decided (epoch seconds), if known.
+        last_push: When the last push was decided (epoch seconds), if known.
+        pushes_since_base: Pushes whose key state is a delta on top of ``base``.
     """
 
     key_columns: tuple[str, ...]
@@ -46,6 +45,20 @@ class TableState:
     base_rows: int | None = 0
     delta_rows: int | None = 0
     buckets: int | None = None
+    incarnation: str | None = None
+    created: float | None = None
+    last_push: float | None = None
+
+    @property
+    def pushes_since_base(self) -> int:
+        return len(self.deltas)
+
+    @property
+    def state_rows(self) -> int | None:
+        """Keys held by the key state: exact after a new base, at most this after deltas."""
+        if self.base_rows is None or self.delta_rows is None:
+            return None
+        return self.base_rows + self.delta_rows
 
     @property
     def key_state(self) -> list[str]:
@@ -59,7 +72,7 @@ class TableState:
         return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> TableState:
+    def from_bytes(cls, data: bytes) -> PushState:
         doc = json.loads(data)
         return cls(
             key_columns=tuple(doc["key_columns"]),
@@ -71,23 +84,30 @@ class TableState:
             base_rows=_count(doc.get("base_rows")),
             delta_rows=_count(doc.get("delta_rows")),
             buckets=_count(doc.get("buckets")),
+            incarnation=doc.get("incarnation"),
+            created=_time(doc.get("created")),
+            last_push=_time(doc.get("last_push")),
         )
 
 
 def next_state(
-    prior: TableState | None,
+    prior: PushState | None,
     *,
     key_columns: tuple[str, ...],
     schema: str,
     folder: str,
     new_base: bool,
     rows: int,
+    incarnation: str,
+    now: float,
     buckets: int | None = None,
-) -> TableState:
+) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
     ``prior``."""
-    before = prior or TableState(key_columns=key_columns, schema=schema, last_sequence_number=0)
+    before = prior or PushState(
+        key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
+    )
     base: str | None
     deltas: tuple[str, ...]
     base_rows: int | None
@@ -98,7 +118,7 @@ def next_state(
         base, deltas, base_rows = before.base, (*before.deltas, folder), before.base_rows
         delta_rows = None if before.delta_rows is None else before.delta_rows + rows
         buckets = before.buckets
-    return TableState(
+    return PushState(
         key_columns=key_columns,
         schema=schema,
         last_sequence_number=before.last_sequence_number,
@@ -108,16 +128,15 @@ def next_state(
         base_rows=base_rows,
         delta_rows=delta_rows,
         buckets=buckets,
+        incarnation=before.incarnation or incarnation,
+        created=before.created,
+        last_push=now,
     )
+
+
+def _time(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _count(value: Any) -> int | None:
     return None if value is None else int(value)
-
-
-def read_state(storage: Storage, folder: str) -> TableState | None:
-    """The committed state, or ``None`` for a table this tool has not pushed to."""
-    try:
-        return TableState.from_bytes(storage.read_bytes(state_path(folder)))
-    except FileNotFoundError:
-        return None

@@ -1,0 +1,51 @@
+"""The landing zone as one model: names, metadata, table discovery, the home of each table
+(``TableFolder``), the publish protocol, the life of a table's internals and ``scan``.
+
+Publisher, local mirror and status read the landing zone through this package only, over any
+``Storage`` (local folder or OneLake).
+"""
+
+from __future__ import annotations
+
+from openmirror_nb.landing_zone.discovery import TableLocation, discover_tables
+from openmirror_nb.landing_zone.metadata import (
+    TableMetadata,
+    metadata_bytes,
+    parse_metadata,
+    partner_events_bytes,
+    read_metadata,
+)
+from openmirror_nb.landing_zone.names import (
+    CLEANUP_FOLDERS,
+    DATA_EXTENSIONS,
+    DEFAULT_SCHEMA,
+    INTERNAL_FOLDER,
+    METADATA_FILE,
+    PARTNER_EVENTS_FILE,
+    SCHEMA_SUFFIX,
+    data_file_name,
+    parse_sequence,
+)
+from openmirror_nb.landing_zone.push_state import PushState
+from openmirror_nb.landing_zone.table_folder import TableFolder
+
+__all__ = [
+    "CLEANUP_FOLDERS",
+    "DATA_EXTENSIONS",
+    "DEFAULT_SCHEMA",
+    "INTERNAL_FOLDER",
+    "METADATA_FILE",
+    "PARTNER_EVENTS_FILE",
+    "SCHEMA_SUFFIX",
+    "PushState",
+    "TableFolder",
+    "TableLocation",
+    "TableMetadata",
+    "data_file_name",
+    "discover_tables",
+    "metadata_bytes",
+    "parse_metadata",
+    "parse_sequence",
+    "partner_events_bytes",
+    "read_metadata",
+]

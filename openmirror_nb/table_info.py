@@ -1,0 +1,192 @@
+"""What ``db.describe(table)`` says about a table (``TableInfo``), and the database's table list.
+
+Read from the table's ``_metadata.json`` and push state only (two small reads), so it is cheap on
+OneLake too. Times are UTC.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from openmirror_nb.errors import LandingZoneError, did_you_mean
+from openmirror_nb.landing_zone.table_folder import TableFolder
+from openmirror_nb.model import TableOptions
+
+# Spark's JSON type names and their DDL spelling (only flat types reach the state: complex
+# columns are published as JSON text).
+_DDL = {
+    "string": "STRING",
+    "long": "BIGINT",
+    "integer": "INT",
+    "short": "SMALLINT",
+    "byte": "TINYINT",
+    "double": "DOUBLE",
+    "float": "FLOAT",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP",
+    "timestamp_ntz": "TIMESTAMP_NTZ",
+    "binary": "BINARY",
+}
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """One column as last pushed: name, Spark DDL type, nullability, whether it is a key."""
+
+    name: str
+    type: str
+    nullable: bool
+    key: bool
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """One table of the landing zone.
+
+    Attributes:
+        table: ``name`` or ``schema.name``.
+        folder: The table folder in the landing zone.
+        keys: ``keyColumns``.
+        columns: The columns as last pushed (empty for a table this tool never pushed to,
+            unless its delimited-text ``SchemaDefinition`` names them).
+        options: File format, detection strategy, upsert default, delimited-text layout.
+        last_sequence: The largest sequence number published (listing of the folder).
+        base_rows: Keys in the key state's last base (``None`` if unknown).
+        changed_keys: Keys touched by the pushes since that base, at most (``None`` if unknown).
+        pushes: Pushes committed by this tool in this life of the table.
+        pushes_since_base: Pushes whose key state is a delta on the last base.
+        incarnation: The id of this life of the table (``None`` if this tool never pushed to it).
+        created: When the initial load was decided; ``last_push``: the last push.
+    """
+
+    table: str
+    folder: str
+    keys: tuple[str, ...]
+    columns: tuple[ColumnInfo, ...]
+    options: TableOptions
+    last_sequence: int
+    base_rows: int | None
+    changed_keys: int | None
+    pushes: int
+    pushes_since_base: int
+    incarnation: str | None
+    created: datetime | None
+    last_push: datetime | None
+
+    @property
+    def state_rows(self) -> int | None:
+        """Rows in the key state when exactly known (no pushes since its base), else ``None``."""
+        return self.base_rows if self.changed_keys == 0 else None
+
+    @property
+    def ddl(self) -> str:
+        """The schema as Spark DDL, e.g. ```id` BIGINT NOT NULL, `name` STRING``."""
+        return ", ".join(f"`{c.name}` {c.type}" + ("" if c.nullable else " NOT NULL") for c in self.columns)
+
+    def _facts(self) -> list[tuple[str, str]]:
+        opts = self.options
+        fmt = opts.file_format + (f" (separator {opts.column_separator!r})" if opts.is_delimited else "")
+        rows = "unknown" if self.base_rows is None else f"{self.base_rows:,}"
+        if self.changed_keys:
+            rows += f" at the base, then at most {self.changed_keys:,} keys changed"
+        return [
+            ("keys", ", ".join(self.keys) or "none"),
+            ("format", f"{fmt}, {opts.file_detection}, upsert default {str(opts.upsert_default).lower()}"),
+            ("last sequence", str(self.last_sequence)),
+            ("rows in key state", rows),
+            ("pushes", f"{self.pushes} ({self.pushes_since_base} since the key-state base)"),
+            ("incarnation", self.incarnation or "none (not pushed by openmirror_nb)"),
+            ("created", _when(self.created)),
+            ("last push", _when(self.last_push)),
+        ]
+
+    def __repr__(self) -> str:
+        lines = [f"Table {self.table} (folder {self.folder})"]
+        lines += [f"  {k}: {v}" for k, v in self._facts()]
+        lines.append(f"  columns: {self.ddl or 'unknown'}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        facts = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+            for k, v in self._facts()
+        )
+        cols = "".join(
+            f"<tr><td>{'🔑 ' if c.key else ''}{html.escape(c.name)}</td><td>{html.escape(c.type)}</td>"
+            f"<td>{'' if c.nullable else 'NOT NULL'}</td></tr>"
+            for c in self.columns
+        )
+        columns = (
+            f"<table><tr><th>column</th><th>type</th><th></th></tr>{cols}</table>"
+            if cols
+            else "<i>columns unknown</i>"
+        )
+        return (
+            f"<div><b>{html.escape(self.table)}</b> <code>{html.escape(self.folder)}</code>"
+            f"<table>{facts}</table>{columns}</div>"
+        )
+
+
+def describe(home: TableFolder, *, known: list[str]) -> TableInfo:
+    """The ``TableInfo`` of one table; ``known`` (the database's tables) feeds the error hint.
+
+    Raises:
+        LandingZoneError: the table has no ``_metadata.json`` in the landing zone.
+    """
+    meta = home.read_metadata()
+    if meta is None:
+        hint = did_you_mean(str(home.ref), known) or (f" Tables: {', '.join(known)}." if known else "")
+        raise LandingZoneError(f"Table {str(home.ref)!r} does not exist in the landing zone.{hint}")
+    state = home.read_state()
+    keys = state.key_columns if state else meta.key_columns
+    if state:
+        columns = tuple(_column(f, keys) for f in json.loads(state.schema).get("fields", []))
+    else:
+        columns = tuple(
+            ColumnInfo(c.name, _text_type(c.data_type), c.nullable, c.name in keys) for c in meta.text_columns
+        )
+    return TableInfo(
+        table=str(home.ref),
+        folder=home.folder,
+        keys=tuple(keys),
+        columns=columns,
+        options=meta.options,
+        last_sequence=max(home.last_sequence_number(), state.last_sequence_number if state else 0),
+        base_rows=state.base_rows if state else None,
+        changed_keys=state.delta_rows if state else None,
+        pushes=state.pushes if state else 0,
+        pushes_since_base=state.pushes_since_base if state else 0,
+        incarnation=state.incarnation if state else None,
+        created=_time(state.created if state else None),
+        last_push=_time(state.last_push if state else None),
+    )
+
+
+def _column(field: dict[str, Any], keys: tuple[str, ...]) -> ColumnInfo:
+    kind = field.get("type")
+    if isinstance(kind, str):
+        ddl = _DDL.get(kind, kind.upper())  # decimal(10,2) -> DECIMAL(10,2)
+    else:
+        ddl = json.dumps(kind)
+    return ColumnInfo(
+        str(field.get("name")), ddl, bool(field.get("nullable", True)), field.get("name") in keys
+    )
+
+
+def _text_type(data_type: str) -> str:
+    return {"int16": "SMALLINT", "int32": "INT", "int64": "BIGINT", "single": "FLOAT", "idate": "DATE"}.get(
+        data_type, data_type.upper()
+    )
+
+
+def _time(epoch: float | None) -> datetime | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
