@@ -36,6 +36,20 @@ def tree_hash(root: Path) -> str:
     return digest.hexdigest()
 
 
+def visible_hash(root: Path) -> str:
+    """``tree_hash`` of what the service reads below ``root``: the tool's own ``_openmirror``
+    folders left out, and an absent folder the same as an empty one."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")) if root.exists() else ():
+        rel = path.relative_to(root)
+        if "_openmirror" in rel.parts:
+            continue
+        digest.update(
+            rel.as_posix().encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\1"
+        )
+    return digest.hexdigest()
+
+
 @pytest.fixture(autouse=True)
 def small_buckets(monkeypatch):
     """Test tables have a few rows: one row per bucket gives them several (up to the 4 shuffle

@@ -6,8 +6,8 @@ import pytest
 
 from openmirror_nb.errors import LandingZoneError
 from openmirror_nb.landing_zone import (
+    TableFolder,
     data_file_name,
-    last_sequence_number,
     metadata_bytes,
     parse_metadata,
     parse_sequence,
@@ -42,8 +42,8 @@ def test_last_sequence_number_spans_cleanup_folders(tmp_path):
         "t/_openmirror/00000000000000000008.parquet",  # internal folder: not counted
     ):
         storage.write_bytes(rel, b"x")
-    assert last_sequence_number(storage, "t") == 3
-    assert last_sequence_number(storage, "missing") == 0
+    assert TableFolder.of(storage, "t").last_sequence_number() == 3
+    assert TableFolder.of(storage, "missing").last_sequence_number() == 0
 
 
 def test_parquet_metadata_is_minimal_and_round_trips():

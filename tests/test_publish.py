@@ -8,11 +8,29 @@ import os
 import pytest
 
 from openmirror_nb.errors import LandingZoneError
-from openmirror_nb.publish import Journal, JournalEntry, journal_path, publish, recover
-from openmirror_nb.state import TableState, read_state
+from openmirror_nb.landing_zone.journal import Journal, JournalEntry
+from openmirror_nb.landing_zone.lifecycle import settle
+from openmirror_nb.landing_zone.publish import publish
+from openmirror_nb.landing_zone.push_state import PushState
+from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.storage.local import LocalStorage
 
 FOLDER = "sales.schema/orders"
+STAGING = f"{FOLDER}/_openmirror/staging/i1.p1"
+
+
+def _home(storage: LocalStorage) -> TableFolder:
+    return TableFolder.of(storage, "sales.orders")
+
+
+def recover(storage: LocalStorage) -> Journal | None:
+    return settle(_home(storage)).rolled_forward
+
+
+def _last_sequence(storage: LocalStorage) -> int:
+    state = _home(storage).read_state()
+    assert state is not None
+    return state.last_sequence_number
 
 
 def _journal(
@@ -20,21 +38,24 @@ def _journal(
 ):
     entries = []
     for i, data in enumerate(parts):
-        path = f"_openmirror/staging/sales.orders/p1/parts/part-{i:05d}-u-c000.parquet"
+        path = f"{STAGING}/parts/part-{i:05d}-u-c000.parquet"
         storage.write_bytes(path, data)
         entries.append(JournalEntry(path, start + i))
-    state = TableState(key_columns=("id",), schema='{"fields": []}', last_sequence_number=0, pushes=1)
+    state = PushState(
+        key_columns=("id",), schema='{"fields": []}', last_sequence_number=0, pushes=1, incarnation="i1"
+    )
     return Journal(
         push_id="p1",
         table="sales.orders",
         folder=FOLDER,
         extension="parquet",
         file_detection="SequentialFileName",
-        staging="_openmirror/staging/sales.orders/p1",
+        staging=STAGING,
         state=state.to_bytes().decode(),
         metadata=metadata,
         partner_events='{"partnerName": "openmirror_nb"}',
         entries=tuple(entries),
+        incarnation="i1",
     )
 
 
@@ -44,7 +65,7 @@ def _names(storage: LocalStorage) -> list[str]:
 
 def test_publish_renames_in_order_and_commits_state(tmp_path):
     storage = LocalStorage(tmp_path)
-    publish(storage, _journal(storage, [b"one", b"two", b"three"]))
+    publish(_home(storage), _journal(storage, [b"one", b"two", b"three"]))
     assert _names(storage) == [
         "00000000000000000001.parquet",
         "00000000000000000002.parquet",
@@ -52,47 +73,47 @@ def test_publish_renames_in_order_and_commits_state(tmp_path):
         "_metadata.json",
     ]
     assert storage.read_bytes(f"{FOLDER}/00000000000000000002.parquet") == b"two"
-    assert read_state(storage, FOLDER).last_sequence_number == 3
-    assert not storage.exists(journal_path("sales.orders"))
-    assert not storage.exists("_openmirror/staging/sales.orders/p1")
+    assert _last_sequence(storage) == 3
+    assert not storage.exists(_home(storage).journal_path)
+    assert not storage.exists(STAGING)
     assert storage.exists("_partnerEvents.json")
 
 
 def test_roll_forward_after_a_crash_between_renames(tmp_path):
     storage = LocalStorage(tmp_path)
     journal = _journal(storage, [b"one", b"two"])
-    storage.write_bytes(journal_path("sales.orders"), journal.to_bytes(), overwrite=True)
+    _home(storage).write_journal(journal)
     storage.write_bytes(f"{FOLDER}/_metadata.json", journal.metadata.encode())
     storage.rename(journal.entries[0].staged, f"{FOLDER}/00000000000000000001.parquet")
     # a crash after os.link but before unlink leaves the second part in both places
     os.link(tmp_path / journal.entries[1].staged, tmp_path / FOLDER / "00000000000000000002.parquet")
-    assert recover(storage, "sales.orders") is not None
+    assert recover(storage) is not None
     assert _names(storage)[:2] == ["00000000000000000001.parquet", "00000000000000000002.parquet"]
     assert storage.read_bytes(f"{FOLDER}/00000000000000000002.parquet") == b"two"
-    assert read_state(storage, FOLDER).last_sequence_number == 2
-    assert recover(storage, "sales.orders") is None  # nothing left to do
+    assert _last_sequence(storage) == 2
+    assert recover(storage) is None  # nothing left to do
 
 
 def test_a_processed_file_is_not_published_twice(tmp_path):
     storage = LocalStorage(tmp_path)
     journal = _journal(storage, [b"one"])
-    storage.write_bytes(journal_path("sales.orders"), journal.to_bytes(), overwrite=True)
+    _home(storage).write_journal(journal)
     os.makedirs(tmp_path / FOLDER / "_ProcessedFiles")
     # crashed between link and unlink, and the mirror already moved the file away
     os.link(
         tmp_path / journal.entries[0].staged,
         tmp_path / FOLDER / "_ProcessedFiles" / "00000000000000000001.parquet",
     )
-    recover(storage, "sales.orders")
+    recover(storage)
     assert "00000000000000000001.parquet" not in _names(storage)
-    assert read_state(storage, FOLDER).last_sequence_number == 1
+    assert _last_sequence(storage) == 1
 
 
 def test_a_foreign_file_is_never_overwritten_and_numbers_stay_continuous(tmp_path):
     storage = LocalStorage(tmp_path)
     journal = _journal(storage, [b"one", b"two"], start=1)
     storage.write_bytes(f"{FOLDER}/00000000000000000001.parquet", b"someone else")
-    done = publish(storage, journal)
+    done = publish(_home(storage), journal)
     assert storage.read_bytes(f"{FOLDER}/00000000000000000001.parquet") == b"someone else"
     assert [e.sequence for e in done.entries] == [2, 3]
     assert storage.read_bytes(f"{FOLDER}/00000000000000000003.parquet") == b"two"
@@ -102,15 +123,15 @@ def test_a_foreign_file_is_never_overwritten_and_numbers_stay_continuous(tmp_pat
 def test_a_lost_staged_part_is_reported_not_skipped(tmp_path):
     storage = LocalStorage(tmp_path)
     journal = _journal(storage, [b"one"])
-    storage.write_bytes(journal_path("sales.orders"), journal.to_bytes(), overwrite=True)
+    _home(storage).write_journal(journal)
     storage.delete(journal.entries[0].staged)
     with pytest.raises(LandingZoneError, match="never published"):
-        recover(storage, "sales.orders")
-    assert storage.exists(journal_path("sales.orders"))  # kept for a human to look at
+        recover(storage)
+    assert storage.exists(_home(storage).journal_path)  # kept for a human to look at
 
 
 def test_existing_metadata_is_never_rewritten(tmp_path):
     storage = LocalStorage(tmp_path)
     storage.write_bytes(f"{FOLDER}/_metadata.json", b'{"keyColumns": ["id"], "mine": 1}')
-    publish(storage, _journal(storage, [b"one"], metadata='{"keyColumns": ["id"]}'))
+    publish(_home(storage), _journal(storage, [b"one"], metadata='{"keyColumns": ["id"]}'))
     assert storage.read_bytes(f"{FOLDER}/_metadata.json") == b'{"keyColumns": ["id"], "mine": 1}'

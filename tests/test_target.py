@@ -25,7 +25,7 @@ def test_connect_creates_the_fabric_layout(tmp_path):
     db = om.connect(tmp_path / "db")
     for sub in ("Files/LandingZone", "Files/Monitoring", "Tables"):
         assert (tmp_path / "db" / sub).is_dir()
-    assert repr(db) == f"MirroredDatabase({tmp_path / 'db'})"
+    assert repr(db) == f"MirroredDatabase({tmp_path / 'db'}, 0 tables)"
 
 
 @pytest.mark.parametrize(

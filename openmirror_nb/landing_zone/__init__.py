@@ -28,6 +28,7 @@ from openmirror_nb.landing_zone.names import (
 )
 from openmirror_nb.landing_zone.push_state import PushState
 from openmirror_nb.landing_zone.table_folder import TableFolder
+from openmirror_nb.landing_zone.table_scan import Blocker, DataFileInfo, TableScan, scan
 
 __all__ = [
     "CLEANUP_FOLDERS",
@@ -37,10 +38,13 @@ __all__ = [
     "METADATA_FILE",
     "PARTNER_EVENTS_FILE",
     "SCHEMA_SUFFIX",
+    "Blocker",
+    "DataFileInfo",
     "PushState",
     "TableFolder",
     "TableLocation",
     "TableMetadata",
+    "TableScan",
     "data_file_name",
     "discover_tables",
     "metadata_bytes",
@@ -48,4 +52,5 @@ __all__ = [
     "parse_sequence",
     "partner_events_bytes",
     "read_metadata",
+    "scan",
 ]

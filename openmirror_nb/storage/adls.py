@@ -261,6 +261,8 @@ class AdlsStorage:
     def lock(self, name: str, *, timeout: float) -> Iterator[None]:
         path = f"{LOCK_FOLDER}/{name}.lock"
         client = self._fs.get_file_client(self._full(path))
+        with self._errors("lock", path):
+            first_use = not client.exists()
         lease = acquire_lease(
             client,
             self._sdk.DataLakeLeaseClient,
@@ -269,10 +271,20 @@ class AdlsStorage:
             lease_seconds=self.lease_seconds,
             errors=lambda: self._errors("lock", path),
         )
-        with hold_lease(
-            lease, name=name, lease_seconds=self.lease_seconds, renew_interval=self.renew_interval
-        ):
-            yield
+        try:
+            with hold_lease(
+                lease, name=name, lease_seconds=self.lease_seconds, renew_interval=self.renew_interval
+            ):
+                yield
+        finally:
+            if first_use:
+                # A lock file this call created goes again, so that a push rejected before it
+                # published leaves the landing zone as it found it. A writer that leased the file
+                # meanwhile keeps it (the delete needs its lease); one that finds it gone makes it.
+                try:
+                    client.delete_file()
+                except Exception:
+                    pass
 
     def lock_status(self, name: str) -> LockStatus:
         path = f"{LOCK_FOLDER}/{name}.lock"

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from openmirror_nb.landing_zone.push_state import PushState, next_state
 from openmirror_nb.model import ROW_MARKER
 from openmirror_nb.pipeline import buckets, keystate, snapdiff
-from openmirror_nb.state import TableState, next_state
 from tests.pipeline.test_diff import published
 
 pytestmark = pytest.mark.spark
@@ -145,12 +145,36 @@ def test_a_state_without_buckets_gets_them_at_its_next_base(spark, db, lz, monke
 
 
 def test_a_base_sets_the_layout_and_a_delta_keeps_it():
-    base = next_state(None, key_columns=("id",), schema="s", folder="b", new_base=True, rows=9, buckets=4)
-    assert base.buckets == 4 and TableState.from_bytes(base.to_bytes()) == base
-    delta = next_state(base, key_columns=("id",), schema="s", folder="d", new_base=False, rows=1)
+    base = next_state(
+        None,
+        key_columns=("id",),
+        schema="s",
+        folder="b",
+        new_base=True,
+        rows=9,
+        incarnation="i",
+        now=1.0,
+        buckets=4,
+    )
+    assert base.buckets == 4 and PushState.from_bytes(base.to_bytes()) == base
+    delta = next_state(
+        base, key_columns=("id",), schema="s", folder="d", new_base=False, rows=1, incarnation="i", now=2.0
+    )
     assert delta.buckets == 4 and delta.deltas == ("d",)
-    plain = next_state(delta, key_columns=("id",), schema="s", folder="c", new_base=True, rows=9)
+    plain = next_state(
+        delta, key_columns=("id",), schema="s", folder="c", new_base=True, rows=9, incarnation="i", now=3.0
+    )
     assert plain.buckets is None and plain.deltas == ()
     assert (
-        next_state(None, key_columns=("id",), schema="s", folder="d", new_base=False, rows=2).buckets is None
+        next_state(
+            None,
+            key_columns=("id",),
+            schema="s",
+            folder="d",
+            new_base=False,
+            rows=2,
+            incarnation="i",
+            now=1.0,
+        ).buckets
+        is None
     )

@@ -138,7 +138,8 @@ def test_mirror_holds_what_was_pushed(spark, db):
     lz = db.target.landing_zone
     state = json.loads((lz / "s.schema" / "t" / "_openmirror" / "state.json").read_text())
     on_disk = sorted(
-        f"_openmirror/snapshots/s.t/{p.name}" for p in (lz / "_openmirror/snapshots/s.t").iterdir()
+        f"s.schema/t/_openmirror/keystate/{p.name}"
+        for p in (lz / "s.schema/t/_openmirror/keystate").iterdir()
     )
     assert on_disk == sorted([state["base"], *state["deltas"]]) and len(state["deltas"]) == 1
     # the diff's key state holds only the keys it touched: 72 deleted, 85 changed, 10 new
@@ -163,7 +164,7 @@ def test_deltas_are_compacted_into_a_new_base(spark, db, monkeypatch):
         assert result.rows == {"insert": 1, "delete": 1, "upsert": 1}
         state = json.loads((lz / "t" / "_openmirror" / "state.json").read_text())
         on_disk = sorted(
-            f"_openmirror/snapshots/t/{p.name}" for p in (lz / "_openmirror/snapshots/t").iterdir()
+            f"t/_openmirror/keystate/{p.name}" for p in (lz / "t/_openmirror/keystate").iterdir()
         )
         assert on_disk == sorted([state["base"], *state["deltas"]])
         seen.append((len(state["deltas"]), state["base_rows"], state["delta_rows"]))
@@ -198,7 +199,7 @@ def test_change_only_table_compacts_its_deltas(spark, db, monkeypatch):
         )
         state = json.loads((lz / "t" / "_openmirror" / "state.json").read_text())
         on_disk = sorted(
-            f"_openmirror/snapshots/t/{p.name}" for p in (lz / "_openmirror/snapshots/t").iterdir()
+            f"t/_openmirror/keystate/{p.name}" for p in (lz / "t/_openmirror/keystate").iterdir()
         )
         assert on_disk == sorted([state["base"], *state["deltas"]] if state["base"] else state["deltas"])
         seen.append((state["base"] is not None, len(state["deltas"]), state["base_rows"]))

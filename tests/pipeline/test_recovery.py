@@ -12,7 +12,7 @@ import pytest
 
 import openmirror_nb as om
 from openmirror_nb.errors import LockTimeoutError
-from openmirror_nb.publish import journal_path
+from openmirror_nb.landing_zone import TableFolder
 
 pytestmark = pytest.mark.spark
 
@@ -35,17 +35,18 @@ def test_killed_push_then_next_push(spark, tmp_path, step):
     db = om.connect(root)
     folder = db.target.landing_zone / "t"
     journaled = step != "after_staging"
-    assert db.storage.exists(journal_path("t")) == journaled
+    assert db.storage.exists(TableFolder.of(db.storage, "t").journal_path) == journaled
     if journaled:
-        assert db.recover("t") is True
-    else:  # nothing visible: the table folder does not exist yet
-        assert not folder.exists()
-        db.push(
+        assert db.recover("t")
+    else:  # nothing the service reads: the folder holds only the dead push's staging
+        assert [p.name for p in folder.iterdir()] == ["_openmirror"]
+        result = db.push(
             spark.range(0, 3000, numPartitions=3).selectExpr("id", "id * 10 as v"),
             table="t",
             keys=["id"],
             rows_per_file=1000,
         )
+        assert [r.split("/")[-2] for r in result.removed] == ["staging", "keystate"]  # reported
     names = sorted(p.name for p in folder.iterdir() if p.name[0].isdigit())
     assert names == [f"{i:020d}.parquet" for i in (1, 2, 3)]
     ids = sorted(i for n in names for i in pq.read_table(folder / n).column("id").to_pylist())

@@ -222,8 +222,15 @@ def assert_landing_zone_sound(root: Path, table: str, expected: list[Any], *, db
     assert seqs == list(range(1, len(seqs) + 1)), f"sequence numbers not continuous from 1: {seqs}"
     state = json.loads((table_dir / "_openmirror" / "state.json").read_text())
     assert state["last_sequence_number"] == seqs[-1]
-    key = table
-    assert not (lz / "_openmirror" / "journal" / f"{key}.json").exists(), "a journal was left behind"
+    internal = table_dir / "_openmirror"
+    assert not (internal / "journal.json").exists(), "a journal was left behind"
+    assert not (internal / "staging").exists(), "staging was left behind"
+    live = {state["base"], *state["deltas"]} - {None}
+    kept = {
+        f"{table_dir.relative_to(lz).as_posix()}/_openmirror/keystate/{p.name}"
+        for p in (internal / "keystate").glob("*")
+    }
+    assert kept == live, f"key state on disk {sorted(kept)} is not the state's {sorted(live)}"
     for folder in _folders(table_dir):
         for path in folder.glob("*") if folder.is_dir() else ():
             if parse_sequence(path.name) is not None:

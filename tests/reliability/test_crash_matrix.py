@@ -20,8 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.publish import CRASH_ENV, Journal, journal_path
-from tests.conftest import tree_hash
+from openmirror_nb.landing_zone import TableFolder
+from openmirror_nb.landing_zone.journal import Journal
+from openmirror_nb.landing_zone.publish import CRASH_ENV
+from tests.conftest import visible_hash
 from tests.reliability import workloads as w
 from tests.reliability.harness import (
     assert_landing_zone_sound,
@@ -45,7 +47,7 @@ JOURNALED = STEPS[1:]
 # The diff's second read of the DataFrame (writing the parts) comes once its key state is
 # complete, i.e. a second key-state folder holds a _SUCCESS; the map stage before the parts'
 # shuffle runs before Spark creates the staging folder, so that folder cannot be the signal.
-GATES = {"in_first_spark_job": "", "in_parts_job": f"_openmirror/snapshots/{w.TABLE}/*/_SUCCESS#2"}
+GATES = {"in_first_spark_job": "", "in_parts_job": f"{w.TABLE}/_openmirror/keystate/*/_SUCCESS#2"}
 CASES = [
     *[(kind, step) for kind in w.KINDS for step in STEPS],
     *[(kind, "in_first_spark_job") for kind in w.KINDS],
@@ -78,7 +80,7 @@ def test_killed_push_loses_nothing(spark, tmp_path, monkeypatch, kind, point):
     if kind != "initial":
         w.setup_push(db, spark)
         mirror.run_once()  # processed files move to _ProcessedFiles, as the service does
-    before, tree_before = published(folder), tree_hash(folder)
+    before, tree_before = published(folder), visible_hash(folder)
     log = tmp_path / "child.log"
 
     if point in STEPS:
@@ -97,12 +99,12 @@ def test_killed_push_loses_nothing(spark, tmp_path, monkeypatch, kind, point):
 
     at_crash = published(folder)
     assert_not_overwritten(before, at_crash)
-    journaled = db.storage.exists(journal_path(w.TABLE))
+    journaled = db.storage.exists(TableFolder.of(db.storage, w.TABLE).journal_path)
     assert journaled == (point in JOURNALED), tail(log)
-    if not journaled:  # nothing visible: the table folder is byte-for-byte as before
-        assert tree_hash(folder) == tree_before
+    if not journaled:  # nothing the service reads changed: only our own staging may be left
+        assert visible_hash(folder) == tree_before
     if journaled:  # where the kill fell: how many of the journaled files were out
-        journal = Journal.from_bytes(db.storage.read_bytes(journal_path(w.TABLE)))
+        journal = Journal.from_bytes(db.storage.read_bytes(TableFolder.of(db.storage, w.TABLE).journal_path))
         names = [journal.final(e).rsplit("/", 1)[-1] for e in journal.entries]
         out = sum(name in at_crash for name in names)
         assert len(names) >= 2
@@ -113,8 +115,8 @@ def test_killed_push_loses_nothing(spark, tmp_path, monkeypatch, kind, point):
     if not journaled:
         w.crash_push(db, spark, kind)  # the push failed visibly; the user runs it again
     elif _explicit_recover(kind, point):
-        assert db.recover(w.TABLE) is True
-        assert not db.storage.exists(journal_path(w.TABLE))
+        assert db.recover(w.TABLE)
+        assert not db.storage.exists(TableFolder.of(db.storage, w.TABLE).journal_path)
     result = w.next_push(db, spark)  # rolls a pending journal forward first, then publishes
     assert result.sequence_numbers == (sequence_numbers(folder)[-1],)
 
@@ -143,7 +145,7 @@ def test_recovery_killed_midway_is_recovered_again(spark, tmp_path, monkeypatch,
     child.wait(timeout=600)
     kill_group(child)
     assert child.returncode == -signal.SIGKILL, tail(log)
-    journal = Journal.from_bytes(db.storage.read_bytes(journal_path(w.TABLE)))
+    journal = Journal.from_bytes(db.storage.read_bytes(TableFolder.of(db.storage, w.TABLE).journal_path))
     names = [journal.final(e).rsplit("/", 1)[-1] for e in journal.entries]
     out_first = sum(n in published(folder) for n in names)
 
@@ -153,7 +155,7 @@ def test_recovery_killed_midway_is_recovered_again(spark, tmp_path, monkeypatch,
     assert child.returncode == -signal.SIGKILL, tail(log)
     at_crash = published(folder)
     assert_not_overwritten(before, at_crash)
-    assert db.storage.exists(journal_path(w.TABLE))
+    assert db.storage.exists(TableFolder.of(db.storage, w.TABLE).journal_path)
     out_again = sum(n in at_crash for n in names)
     assert out_again > out_first  # the killed recovery did publish more before dying
 
@@ -187,7 +189,7 @@ def test_a_number_taken_while_the_writer_was_dead_is_never_overwritten(spark, tm
         patch.setattr(publish, "roll_forward", _die)
         with pytest.raises(Killed):
             w.crash_push(db, spark, "changes")
-    journal = Journal.from_bytes(db.storage.read_bytes(journal_path(w.TABLE)))
+    journal = Journal.from_bytes(db.storage.read_bytes(TableFolder.of(db.storage, w.TABLE).journal_path))
     taken = journal.entries[0].sequence
     foreign = pa.table({"id": [777], "v": ["foreign"], "n": [7], "__rowMarker__": pa.array([0], pa.int32())})
     pq.write_table(foreign, folder / f"_{taken}.tmp")
@@ -225,7 +227,7 @@ def test_recovery_tolerates_the_mirror_moving_files_meanwhile(spark, tmp_path, m
         patch.setattr(publish, "crash_point", crash_at)
         with pytest.raises(Killed):
             w.crash_push(db, spark, "changes")
-    journal = Journal.from_bytes(db.storage.read_bytes(journal_path(w.TABLE)))
+    journal = Journal.from_bytes(db.storage.read_bytes(TableFolder.of(db.storage, w.TABLE).journal_path))
     first = journal.final(journal.entries[0]).rsplit("/", 1)[-1]
     if linked:
         os.link(folder / first, db.storage.root / journal.entries[0].staged)
@@ -243,7 +245,7 @@ def test_recovery_tolerates_the_mirror_moving_files_meanwhile(spark, tmp_path, m
     before = published(folder)
     mirror = om.LocalMirror(db.target.root)
     db.storage = MirrorMovesFiles(db.storage.root)
-    assert db.recover(w.TABLE) is True
+    assert db.recover(w.TABLE)
     assert moved == [first]
     w.next_push(db, spark)
     mirror.run_once()
@@ -262,7 +264,7 @@ def test_next_push_rolls_forward_an_initial_load_killed_after_its_journal(spark,
         patch.setattr(publish, "roll_forward", _die)
         with pytest.raises(Killed):
             w.crash_push(db, spark, "initial")
-    assert db.storage.exists(journal_path(w.TABLE))
+    assert db.storage.exists(TableFolder.of(db.storage, w.TABLE).journal_path)
     assert not db.storage.exists(f"{w.TABLE}/_metadata.json")
     w.next_push(db, spark)  # a change feed names no keys: the table (journal) has them
     om.LocalMirror(db.target.root).run_once()

@@ -1,0 +1,113 @@
+"""The import direction of design.md §3, so the layering cannot silently erode.
+
+``model, errors <- landing_zone, storage <- pipeline <- api <- magics | widgets | cli``, with the
+local mirror, the Fabric service surfaces and ``table_info`` beside ``pipeline``. Every import of
+every module counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included: a cycle
+hidden behind a lazy import is still a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import openmirror_nb
+
+PACKAGE = Path(openmirror_nb.__file__).parent
+BASE = {"errors", "model", "target", "runtime"}
+# What each part of the package may import (besides itself).
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "model": {"errors"},
+    "target": {"errors"},
+    "runtime": {"errors"},
+    "storage": BASE,
+    "landing_zone": BASE | {"storage"},
+    "pipeline": BASE | {"storage", "landing_zone"},
+    "mirror": BASE | {"storage", "landing_zone"},
+    "fabric": BASE | {"storage", "landing_zone"},
+    "table_info": BASE | {"storage", "landing_zone"},
+    "api": BASE | {"storage", "landing_zone", "pipeline", "mirror", "fabric", "table_info"},
+    "demo": BASE | {"storage", "landing_zone", "mirror", "api"},
+    "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo"},
+    "magics": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets"},
+    "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info"},
+    "__init__": {"errors", "model", "api", "mirror"},
+}
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _imports() -> dict[str, set[tuple[str, str]]]:
+    """part -> {(imported part, where)} for every module of the package."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        names: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module == "openmirror_nb":
+                    names += [f"openmirror_nb.{a.name}" for a in node.names]
+                else:
+                    names.append(node.module)
+            elif isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+        own = _part(module)
+        targets = {(_part(n), module) for n in names if n.startswith("openmirror_nb.")}
+        found.setdefault(own, set()).update((t, m) for t, m in targets if t != own)
+    return found
+
+
+def test_every_part_of_the_package_has_a_place():
+    assert set(_imports()) <= set(ALLOWED), "a new top-level module needs a place in ALLOWED (design §3)"
+
+
+def test_imports_follow_the_layers():
+    wrong = sorted(
+        f"{where} imports openmirror_nb.{target}"
+        for part, edges in _imports().items()
+        for target, where in edges
+        if target not in ALLOWED.get(part, set())
+    )
+    assert wrong == []
+
+
+def test_no_cycles_between_modules():
+    """Module-level cycles (the old buckets <-> context one) stay gone, lazy imports included."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                base = node.module
+                deps.add(base)
+                deps.update(f"{base}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names)
+        graph[module] = {d for d in deps if d.startswith("openmirror_nb.")}
+    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
+    packages = {m for m in graph if (PACKAGE.parent / m.replace(".", "/") / "__init__.py").exists()}
+    # A package's __init__ re-exporting its own modules is not a cycle of theirs.
+    graph = {m: deps - packages if m not in packages else deps for m, deps in graph.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                cycles.append([*trail[trail.index(dep) :], dep] if dep in trail else [node, dep])
+            elif dep not in state:
+                visit(dep, [*trail, dep])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
