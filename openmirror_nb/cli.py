@@ -44,6 +44,11 @@ def _parser() -> argparse.ArgumentParser:
     push.add_argument("--format", choices=("parquet", "csv", "tsv", "psv"), default=None)
     push.add_argument("--compression", choices=("none", "snappy", "gzip", "zstd"), default=None)
     push.add_argument("--rows-per-file", type=int, default=1_000_000)
+    drop = verbs.add_parser("drop", help="delete a table: its folder and everything kept about it")
+    drop.add_argument("path", help="mirrored database: folder or OneLake URL")
+    drop.add_argument("--table", required=True, help="name or schema.name")
+    drop.add_argument("--wait", action="store_true", help="wait until the mirror no longer lists it")
+    drop.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
     return parser
 
 
@@ -83,11 +88,22 @@ def _push(args: argparse.Namespace) -> int:
     return 0
 
 
+def _drop(args: argparse.Namespace) -> int:
+    """``db.drop(table, wait=..., timeout=...)``."""
+    from openmirror_nb.api import connect
+
+    result = connect(args.path).drop(args.table, wait=args.wait, timeout=args.timeout)
+    print(result)
+    for path in result.removed:
+        print(f"  removed {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``openmirror`` command; returns the exit code."""
     args = _parser().parse_args(argv)
     try:
-        return {"demo": _demo, "mirror": _mirror, "push": _push}[args.verb](args)
+        return {"demo": _demo, "mirror": _mirror, "push": _push, "drop": _drop}[args.verb](args)
     except OpenMirrorError as exc:
         print(f"openmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -15,9 +15,15 @@ import logging
 from dataclasses import dataclass
 
 from openmirror_nb.landing_zone.journal import Journal
-from openmirror_nb.landing_zone.names import CLEANUP_FOLDERS, SCHEMA_SUFFIX, data_extension
+from openmirror_nb.landing_zone.names import CLEANUP_FOLDERS, INTERNAL_FOLDER, SCHEMA_SUFFIX, data_extension
 from openmirror_nb.landing_zone.publish import crash_point, roll_forward
-from openmirror_nb.landing_zone.table_folder import TRASH_FOLDER, TableFolder
+from openmirror_nb.landing_zone.table_folder import (
+    LEGACY_JOURNAL_FOLDER,
+    LEGACY_SNAPSHOT_FOLDER,
+    LEGACY_STAGING_FOLDER,
+    TRASH_FOLDER,
+    TableFolder,
+)
 
 log = logging.getLogger("openmirror_nb")
 
@@ -47,7 +53,6 @@ def settle(home: TableFolder) -> Settled:
     for path in home.trash_entries():  # a drop that died after moving the folder away
         storage.delete(path)
         removed.append(path)
-    storage.delete(TRASH_FOLDER, recursive=False)  # only if no other table's drop is under way
     legacy = _read_legacy_journal(home)
     if legacy is not None:
         if home.journal_belongs(legacy, home.read_state()):
@@ -63,9 +68,20 @@ def settle(home: TableFolder) -> Settled:
             removed += _discard(home, journal)
             storage.delete(home.journal_path)
     removed += _tidy(home)
+    if legacy is not None or any(not r.startswith(f"{home.folder}/") for r in removed):
+        _prune_root(home)
     if removed:
         log.warning("Table %s: removed what no push will finish: %s", home.ref, ", ".join(removed))
     return Settled(rolled, tuple(removed))
+
+
+def _prune_root(home: TableFolder) -> None:
+    """Root folders emptied by the removals above go, innermost first; ones in use stay."""
+    staging, snapshots = home.legacy_internals
+    for path in (staging, snapshots, LEGACY_STAGING_FOLDER, LEGACY_SNAPSHOT_FOLDER, LEGACY_JOURNAL_FOLDER):
+        home.storage.delete(path, recursive=False)
+    home.storage.delete(TRASH_FOLDER, recursive=False)
+    home.storage.delete(INTERNAL_FOLDER, recursive=False)
 
 
 def _read_legacy_journal(home: TableFolder) -> Journal | None:
@@ -140,6 +156,7 @@ def drop(home: TableFolder) -> Dropped:
         removed.append(home.folder)
         crash_point("drop_after_move")
         storage.delete(trash)
+        _prune_root(home)
     leftovers = settle(home)  # older-version internals and unfinished drops of this table
     removed += leftovers.removed
     if home.ref.schema:  # an emptied schema folder goes too; one still holding tables stays

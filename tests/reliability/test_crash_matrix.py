@@ -13,6 +13,7 @@ table's key state agreeing too (the final table pushed again as a snapshot has n
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 
 import pyarrow as pa
@@ -39,7 +40,7 @@ from tests.reliability.harness import (
 
 pytestmark = pytest.mark.spark
 
-STEPS = ("after_staging", "after_journal", "between_renames", "before_state_commit")
+STEPS = ("after_staging", "after_journal", "between_renames", "before_state_commit", "after_state_commit")
 JOURNALED = STEPS[1:]
 # Kills from outside while a Spark job of the push runs. The push's tasks block (and tell us)
 # as soon as the glob matches below the landing zone: "" blocks in the first job that reads the
@@ -108,7 +109,7 @@ def test_killed_push_loses_nothing(spark, tmp_path, monkeypatch, kind, point):
         names = [journal.final(e).rsplit("/", 1)[-1] for e in journal.entries]
         out = sum(name in at_crash for name in names)
         assert len(names) >= 2
-        expected_out = {"after_journal": 0, "between_renames": 1, "before_state_commit": len(names)}
+        expected_out = {"after_journal": 0, "between_renames": 1}.get(point, len(names))
         assert out == expected_out[point], (names, sorted(at_crash))
 
     mirror.run_once()  # the service keeps replicating what was published while the writer is dead
@@ -269,3 +270,65 @@ def test_next_push_rolls_forward_an_initial_load_killed_after_its_journal(spark,
     w.next_push(db, spark)  # a change feed names no keys: the table (journal) has them
     om.LocalMirror(db.target.root).run_once()
     assert_landing_zone_sound(db.target.root, w.TABLE, w.final_rows("initial"), db=db)
+
+
+# A dead push, then the table folder deleted (by hand, as in OneLake explorer, or by db.drop), then
+# a reseed with a changed column type; and a drop killed before or after it moved the folder away.
+RESEED_CASES = [
+    *[
+        (step, how)
+        for step in ("after_staging", "after_journal", "between_renames")
+        for how in ("by_hand", "drop")
+    ],
+    ("drop_before_move", "drop"),
+    ("drop_after_move", "drop"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("point", "how"), RESEED_CASES, ids=[f"{p}-{h}" for p, h in RESEED_CASES])
+def test_a_reseed_publishes_only_the_new_life_of_the_table(spark, tmp_path, monkeypatch, point, how):
+    """The bug of issue 11: a journal of a dead push was rolled forward into the reseeded table."""
+    monkeypatch.delenv(CRASH_ENV, raising=False)
+    root = tmp_path / "db"
+    db = om.connect(root, lock_timeout=120)
+    mirror = om.LocalMirror(root)
+    lz, folder = db.target.landing_zone, db.target.landing_zone / w.TABLE
+    w.setup_push(db, spark)
+    mirror.run_once()
+    old = db.describe(w.TABLE).incarnation
+    assert old
+    log = tmp_path / "child.log"
+    verb = ["drop", str(root)] if point.startswith("drop") else ["push", "diff", str(root)]
+    child = spawn(verb, log, **{CRASH_ENV: point})
+    child.wait(timeout=600)
+    assert child.returncode == -signal.SIGKILL, tail(log)
+    kill_group(child)
+    if point == "drop_after_move":
+        assert not folder.exists()  # gone for the service; the rest is in the trash
+    elif how == "by_hand":
+        shutil.rmtree(folder)
+    else:
+        dropped = db.drop(w.TABLE)
+        assert dropped.existed and dropped.incarnation == old and dropped.removed[0] == w.TABLE
+    mirror.run_once()  # the mirror sees the folder gone and drops the table
+    assert not (root / "Tables" / "dbo" / w.TABLE).exists()
+
+    result = w.reseed_push(db, spark)
+    assert result.rows == {"initial": len(w.RESEED)}
+    if point == "drop_after_move":  # the next operation on the table finished the drop
+        assert [p.split("/")[1] for p in result.removed] == ["trash"]
+    mirror.run_once()
+
+    # exactly the reseeded rows, from the new life's files only
+    assert sequence_numbers(folder) == list(result.sequence_numbers)
+    assert_landing_zone_sound(root, w.TABLE, w.RESEED, db=db)
+    new = db.describe(w.TABLE)
+    assert new.incarnation not in (None, old) and [c.type for c in new.columns] == [
+        "BIGINT",
+        "STRING",
+        "DOUBLE",
+    ]
+    leftovers = [p.relative_to(lz).as_posix() for p in lz.rglob("*") if old in p.name]
+    assert leftovers == []  # nothing of the old life under any _openmirror folder
+    assert not (lz / "_openmirror").exists()  # no trash, no journal or staging at the root

@@ -12,6 +12,7 @@ Entry points for subprocesses (``python -m tests.reliability.workloads ...`` fro
 - ``worker DB ID PUSHES OUT``: a concurrency worker; one Spark session, ``PUSHES`` change pushes
   to the shared table and as many to its own table, one JSON line per push in ``OUT``.
 - ``hold DB TABLE``: take the table lock, print ``held``, and keep it until killed.
+- ``drop DB``: drop table ``t`` (no Spark), crashing where ``OPENMIRROR_CRASH_AT`` says.
 
 The expected tables are computed here in plain Python, independently of the library.
 """
@@ -131,6 +132,16 @@ def crash_push(db: Any, spark: Any, kind: str, *, gate: tuple[str, str] | None =
     return db.push(frame_, table=TABLE, keys=["id"], rows_per_file=20 if kind == "initial" else 10)
 
 
+# A reseed after the table is dropped: column n changes type (long -> double), which only a new
+# life of the table can take.
+RESEED_SCHEMA = "id long, v string, n double"
+RESEED: list[tuple[int, str, float]] = [(i, f"r{i}", i / 2) for i in range(0, 90, 3)]
+
+
+def reseed_push(db: Any, spark: Any) -> Any:
+    return db.push(frame(spark, RESEED, RESEED_SCHEMA, 1), table=TABLE, keys=["id"])
+
+
 def next_push(db: Any, spark: Any) -> Any:
     """The next push after a crash: a change feed that names no keys (the table has them)."""
     return db.push(frame(spark, NEXT, CHANGE_SCHEMA, 1), table=TABLE, mode="changes", op_column="op")
@@ -224,6 +235,11 @@ def main(argv: list[str]) -> None:
         worker(root, int(worker_id), int(pushes), out)
     elif command == "hold":
         hold(*args)
+    elif command == "drop":
+        import openmirror_nb as om
+
+        (root,) = args
+        om.connect(root, lock_timeout=120).drop(TABLE)
     else:
         raise SystemExit(f"unknown command {command!r}")
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from openmirror_nb.errors import LockTimeoutError, PathExistsError, StorageError
+from openmirror_nb.landing_zone import data_file_name, scan
 from openmirror_nb.storage.base import Entry, LockStatus
 
 LOCK_PROBE = """
@@ -62,6 +63,38 @@ def probe_lock(source: str, timeout: float) -> str:
 
 def files_in(storage, folder: str) -> list[str]:
     return [e.name for e in storage.list_dir(folder)]
+
+
+META = b'{"keyColumns": ["id"]}'
+LAST_UPDATE_META = b'{"keyColumns":["id"],"fileDetectionStrategy":"LastUpdateTimeFileDetection"}'
+
+
+def seq(n: int, extension: str = "parquet") -> str:
+    return data_file_name(n, extension)
+
+
+def lay_out(storage, files: dict[str, bytes]) -> None:
+    """A crafted landing zone: every path (relative to the root) with its bytes."""
+    for path, data in files.items():
+        storage.write_bytes(path, data)
+
+
+def data(folder: str, *numbers: int) -> dict[str, bytes]:
+    """Non-empty data files ``folder/<20 digits>.parquet`` for ``numbers``."""
+    return {f"{folder}/{seq(n)}": f"rows of {n}".encode() for n in numbers}
+
+
+def names(files) -> list[str]:
+    return [f.name for f in files]
+
+
+def kinds(result) -> list[tuple[str, str | None]]:
+    return [(b.kind, b.file) for b in result.blockers]
+
+
+def message(result, kind: str) -> str:
+    (found,) = [b.message for b in result.blockers if b.kind == kind]
+    return found
 
 
 class StorageContract:
