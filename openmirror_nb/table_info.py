@@ -86,7 +86,11 @@ class TableInfo:
     @property
     def ddl(self) -> str:
         """The schema as Spark DDL, e.g. ```id` BIGINT NOT NULL, `name` STRING``."""
-        return ", ".join(f"`{c.name}` {c.type}" + ("" if c.nullable else " NOT NULL") for c in self.columns)
+        return ", ".join(
+            # a backtick inside a quoted name is doubled, as Spark's DDL parser reads it
+            f"`{c.name.replace('`', '``')}` {c.type}" + ("" if c.nullable else " NOT NULL")
+            for c in self.columns
+        )
 
     def _facts(self) -> list[tuple[str, str]]:
         opts = self.options
@@ -178,10 +182,22 @@ def _column(field: dict[str, Any], keys: tuple[str, ...]) -> ColumnInfo:
     )
 
 
+# SchemaDefinition DataType (lower case) -> the Spark type its values are read as: DateTime is a
+# timestamp, ITime stays text, ByteArray is base64-decoded binary; the others share their names.
+_TEXT_DDL = {
+    "int16": "SMALLINT",
+    "int32": "INT",
+    "int64": "BIGINT",
+    "single": "FLOAT",
+    "idate": "DATE",
+    "datetime": "TIMESTAMP",
+    "itime": "STRING",
+    "bytearray": "BINARY",
+}
+
+
 def _text_type(data_type: str) -> str:
-    return {"int16": "SMALLINT", "int32": "INT", "int64": "BIGINT", "single": "FLOAT", "idate": "DATE"}.get(
-        data_type, data_type.upper()
-    )
+    return _TEXT_DDL.get(data_type, data_type.upper())
 
 
 def _time(epoch: float | None) -> datetime | None:

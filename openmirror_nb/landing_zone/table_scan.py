@@ -11,8 +11,10 @@ for every table of a database on OneLake. What it reports:
 
 What is processed cannot be read from listings alone: the service moves processed files to the
 cleanup folders but always keeps the newest processed one in place (contract §6). So once any
-file has moved, the first file after the moved ones is processed too; before that, nothing is
-known processed unless the caller says so (``processed_through``, e.g. from the mirror's status).
+file has moved, the first file after the moved ones is processed too (and once the moved files
+have been purged from a cleanup folder, the first file left in the table folder); before that,
+nothing is known processed unless the caller says so (``processed_through``, e.g. from the
+mirror's status, which never un-processes what the listings show processed).
 """
 
 from __future__ import annotations
@@ -128,14 +130,19 @@ def scan(
     moved = [f.sequence for files in cleanup.values() for f in files if f.sequence is not None]
     last_moved = max(moved, default=0)
     numbered = sorted((f for f in in_folder if f.sequence is not None), key=lambda f: f.sequence or 0)
-    done = _processed_through(numbered, last_moved, processed_through) if sequential else 0
+    any_cleanup = bool(moved) or _has_cleanup(listing)
+    done = (
+        _processed_through(numbered, last_moved, processed_through, any_cleanup=any_cleanup)
+        if sequential
+        else 0
+    )
     pending = tuple(f for f in in_folder if f.sequence is None or f.sequence > done) if sequential else ()
     if not sequential:
         pending = tuple(sorted(in_folder, key=lambda f: f.mtime))
     newest = next((f for f in numbered if f.sequence == done), None)
     blockers += [Blocker("bad_name", why, name) for name, why in strays]
     if sequential:
-        blockers += _gaps(numbered, last_moved, extension, any_cleanup=bool(moved) or _has_cleanup(listing))
+        blockers += _gaps(numbered, done, extension, any_cleanup=any_cleanup)
     blockers += [
         Blocker(
             "zero_byte",
@@ -229,25 +236,29 @@ def _stray(e: Entry, *, sequential: bool, extension: str) -> str | None:
     return None
 
 
-def _processed_through(numbered: list[DataFileInfo], last_moved: int, given: int | None) -> int:
-    if given is not None:
-        return given
-    # the service keeps the newest processed file in place: the one right after the moved ones
+def _processed_through(
+    numbered: list[DataFileInfo], last_moved: int, given: int | None, *, any_cleanup: bool
+) -> int:
+    """The last sequence number known processed: what the listings prove, or the caller's word
+    if it knows more."""
+    known = last_moved
+    # the service keeps the newest processed file in place: the one right after the moved ones,
+    # or, once every moved file has been purged from the cleanup folders, the first one left
     if last_moved and any(f.sequence == last_moved + 1 for f in numbered):
-        return last_moved + 1
-    return last_moved
+        known = last_moved + 1
+    elif not last_moved and any_cleanup and numbered:
+        known = numbered[0].sequence or 0
+    return max(known, given or 0)
 
 
-def _gaps(
-    numbered: list[DataFileInfo], last_moved: int, extension: str, *, any_cleanup: bool
-) -> list[Blocker]:
-    """Missing numbers before files that wait for them."""
+def _gaps(numbered: list[DataFileInfo], done: int, extension: str, *, any_cleanup: bool) -> list[Blocker]:
+    """Missing numbers after the last processed one, before files that wait for them."""
     have = [f.sequence for f in numbered if f.sequence is not None]
     if not have:
         return []
-    # Below the first file in the folder only what the service never moved can be missing: with
-    # nothing moved yet (no cleanup folder), numbering starts at 1.
-    start = last_moved + 1 if last_moved else (have[0] if any_cleanup else 1)
+    # Nothing known processed: below the first file in the folder only what the service never
+    # moved can be missing; with nothing moved yet (no cleanup folder), numbering starts at 1.
+    start = done + 1 if done else (have[0] if any_cleanup else 1)
     present, blockers = set(have), []
     missing = [n for n in range(start, have[-1]) if n not in present]
     for n in missing[:5]:
@@ -269,15 +280,15 @@ def _internals(home: TableFolder, lock: LockStatus) -> list[Blocker]:
     if lock.held:
         return []
     storage, found = home.storage, []
-    journal = storage.exists(home.journal_path) or storage.exists(home.legacy_journal_path)
+    journal = next((p for p in (home.journal_path, home.legacy_journal_path) if storage.exists(p)), None)
     if journal:
         found.append(
             Blocker(
                 "unfinished_push",
-                "a push was interrupted after it was decided; the next push or "
-                f"db.recover({str(home.ref)!r}) finishes it (or removes it, if the table was "
-                "dropped since).",
-                home.journal_path,
+                f"a push was interrupted after it was decided (its journal {journal} is still "
+                f"there); the next push or db.recover({str(home.ref)!r}) finishes it (or removes "
+                "it, if the table was dropped since).",
+                journal,
             )
         )
     staged = [f"{home.staging_root}/{e.name}" for e in storage.list_dir(home.staging_root)]

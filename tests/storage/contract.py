@@ -392,3 +392,350 @@ class StorageContract:
         assert storage.ATOMIC_RENAME is True
         assert isinstance(storage.SPARK_WRITABLE, bool)
         assert storage.uri("t/00000000000000000001.parquet").endswith("/t/00000000000000000001.parquet")
+
+    # scan: what a table folder holds and what keeps it from replicating (contract §1, §3.3, §6)
+
+    def test_scan_of_a_clean_table(self, storage):
+        lay_out(storage, {"t/_metadata.json": META, **data("t", 1, 2, 3)})
+        result = scan(storage, "t")
+        assert (result.table, result.folder, result.exists) == ("t", "t", True)
+        assert result.metadata is not None and result.metadata.key_columns == ("id",)
+        assert result.state is None and not result.lock.held
+        assert names(result.pending) == [seq(1), seq(2), seq(3)]
+        assert [(f.sequence, f.size, f.place) for f in result.pending] == [
+            (1, 9, ""),
+            (2, 9, ""),
+            (3, 9, ""),
+        ]
+        assert result.newest_processed is None
+        assert result.processed == () and result.ready_to_delete == ()
+        assert result.last_sequence == 3
+        assert result.blockers == () and not result.blocked
+
+    def test_scan_knows_the_newest_processed_file_the_service_keeps(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": META,
+                f"t/_FilesReadyToDelete/{seq(1)}": b"one",
+                f"t/_ProcessedFiles/{seq(2)}": b"two",
+                f"t/_ProcessedFiles/{seq(3)}": b"three",
+                **data("t", 4, 5, 6),
+            },
+        )
+        result = scan(storage, "t")
+        assert names(result.pending) == [seq(5), seq(6)]
+        assert result.newest_processed is not None
+        assert (result.newest_processed.name, result.newest_processed.place) == (seq(4), "")
+        assert [(f.name, f.place) for f in result.processed] == [
+            (seq(2), "_ProcessedFiles"),
+            (seq(3), "_ProcessedFiles"),
+        ]
+        assert [(f.name, f.sequence, f.place) for f in result.ready_to_delete] == [
+            (seq(1), 1, "_FilesReadyToDelete")
+        ]
+        assert result.last_sequence == 6 and result.blockers == ()
+
+    def test_scan_reports_a_gap_once_with_the_files_waiting_for_it(self, storage):
+        lay_out(storage, {"t/_metadata.json": META, **data("t", 1, 2, 4, 5)})
+        result = scan(storage, "t")
+        assert kinds(result) == [("gap", seq(3))]
+        text = message(result, "gap")
+        assert seq(3) in text and "files 4-5 wait for it" in text and "publish 3" in text
+        assert names(result.pending) == [seq(1), seq(2), seq(4), seq(5)]
+        assert result.last_sequence == 5
+
+    def test_scan_reports_gaps_before_the_first_file_of_a_fresh_table(self, storage):
+        lay_out(storage, {"t/_metadata.json": META, **data("t", 3, 4)})
+        result = scan(storage, "t")
+        assert kinds(result) == [("gap", seq(1)), ("gap", seq(2))]
+        assert all("files 3-4 wait for it" in b.message for b in result.blockers)
+
+    def test_scan_reports_a_gap_right_after_the_moved_files(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": META,
+                f"t/_ProcessedFiles/{seq(1)}": b"one",
+                f"t/_ProcessedFiles/{seq(2)}": b"two",
+                **data("t", 4, 5),
+                # here the kept newest (3) is present and 4 is missing
+                "u/_metadata.json": META,
+                f"u/_ProcessedFiles/{seq(1)}": b"one",
+                **data("u", 2, 4),
+            },
+        )
+        result = scan(storage, "t")
+        assert kinds(result) == [("gap", seq(3))]
+        assert "files 4-5 wait for it" in message(result, "gap")
+        assert result.newest_processed is None and names(result.pending) == [seq(4), seq(5)]
+        other = scan(storage, "u")
+        assert kinds(other) == [("gap", seq(3))]
+        assert other.newest_processed is not None and other.newest_processed.name == seq(2)
+        assert names(other.pending) == [seq(4)]
+
+    def test_scan_sees_no_gap_where_processed_files_were_purged(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": META,
+                f"t/_ProcessedFiles/{seq(6)}": b"six",  # 1-5 purged after their 7 days
+                **data("t", 7, 8),
+                # every moved file purged: the cleanup folder is left empty
+                "u/_metadata.json": META,
+                f"u/_FilesReadyToDelete/{seq(6)}": b"six",
+                **data("u", 7, 8),
+            },
+        )
+        storage.delete(f"u/_FilesReadyToDelete/{seq(6)}")
+        assert storage.exists("u/_FilesReadyToDelete")
+        for table in ("t", "u"):
+            result = scan(storage, table)
+            assert result.blockers == (), table
+            assert result.newest_processed is not None and result.newest_processed.name == seq(7), table
+            assert names(result.pending) == [seq(8)], table
+            assert result.last_sequence == 8
+
+    def test_scan_takes_what_the_caller_knows_is_processed(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": META,
+                **data("t", 5, 6, 7),  # no cleanup folder: 1-4 gone with it
+                "u/_metadata.json": META,
+                **{f"u/_ProcessedFiles/{seq(n)}": b"x" for n in (1, 2, 3)},
+                **data("u", 4, 5, 6),
+            },
+        )
+        result = scan(storage, "t", processed_through=5)
+        assert result.blockers == ()
+        assert result.newest_processed is not None and result.newest_processed.name == seq(5)
+        assert names(result.pending) == [seq(6), seq(7)]
+        # without it, a folder starting at 5 waits for 1
+        assert kinds(scan(storage, "t")) == [("gap", seq(n)) for n in (1, 2, 3, 4)]
+        # a stale answer never un-processes what the listings show processed
+        stale = scan(storage, "u", processed_through=2)
+        assert names(stale.pending) == [seq(5), seq(6)] and stale.blockers == ()
+        assert stale.newest_processed is not None and stale.newest_processed.name == seq(4)
+        later = scan(storage, "u", processed_through=5)
+        assert names(later.pending) == [seq(6)]
+        assert later.newest_processed is not None and later.newest_processed.name == seq(5)
+
+    def test_scan_of_a_last_update_time_table_allows_any_name_and_has_no_gaps(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": LAST_UPDATE_META,
+                "t/7c9e6679-7425-40de-944b-e07fc1f90ae7.parquet": b"a",
+                f"t/{seq(5)}": b"b",
+                "t/batch-2.parquet": b"c",
+                f"t/_ProcessedFiles/{seq(1)}": b"old",
+            },
+        )
+        result = scan(storage, "t")
+        assert result.metadata is not None and not result.metadata.sequential
+        assert result.blockers == ()
+        assert sorted(names(result.pending)) == sorted(
+            [seq(5), "7c9e6679-7425-40de-944b-e07fc1f90ae7.parquet", "batch-2.parquet"]
+        )
+        assert result.newest_processed is None
+        assert names(result.processed) == [seq(1)]
+        mtimes = [f.mtime for f in result.pending]
+        assert mtimes == sorted(mtimes)  # in the order the service applies them
+
+    def test_scan_reports_names_the_contract_does_not_allow(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": META,
+                **data("t", 1),
+                f"t/{seq(2, 'csv')}": b"id\n1\n",
+                "t/data.parquet": b"x",
+                "t/notes.txt": b"x",
+                "t/extra/f.parquet": b"x",
+                "t/_00000000000000000002.parquet": b"temp",  # ignored: underscore
+                "t/_scratchPad/f": b"x",
+            },
+        )
+        result = scan(storage, "t")
+        assert sorted(kinds(result)) == [
+            ("bad_name", seq(2, "csv")),
+            ("bad_name", "data.parquet"),
+            ("bad_name", "extra"),
+            ("bad_name", "notes.txt"),
+        ]
+        said = {b.file: b.message for b in result.blockers}
+        assert said[seq(2, "csv")].startswith(f"file {seq(2, 'csv')} is csv but the table declares parquet")
+        assert "is not named with 20 digits" in said["data.parquet"]
+        assert "publish its rows under the next number" in said["data.parquet"]
+        assert said["extra"].startswith("folder extra ") and "leading '_'" in said["extra"]
+        assert said["notes.txt"].startswith("file notes.txt is not a data file")
+        assert "leading '_'" in said["notes.txt"]
+        assert names(result.pending) == [seq(1)]  # strays are neither pending nor gaps
+
+    def test_scan_reports_a_file_of_another_format_in_a_last_update_time_table(self, storage):
+        lay_out(storage, {"t/_metadata.json": LAST_UPDATE_META, "t/a.parquet": b"a", "t/b.csv": b"id\n"})
+        result = scan(storage, "t")
+        assert kinds(result) == [("bad_name", "b.csv")]
+        assert names(result.pending) == ["a.parquet"]
+
+    def test_scan_reports_a_zero_byte_file(self, storage):
+        lay_out(storage, {"t/_metadata.json": META, **data("t", 1), f"t/{seq(2)}": b""})
+        result = scan(storage, "t")
+        assert kinds(result) == [("zero_byte", seq(2))]
+        text = message(result, "zero_byte")
+        assert seq(2) in text and "0 bytes" in text and "publish it again under the same name" in text
+
+    def test_scan_reports_data_without_metadata(self, storage):
+        lay_out(storage, {**data("t", 1, 2), "u/_openmirror/keystate/i1.p1/k": b"keys"})
+        result = scan(storage, "t")
+        assert result.exists and result.metadata is None
+        assert kinds(result) == [("no_metadata", "_metadata.json")]
+        text = message(result, "no_metadata")
+        assert "_metadata.json" in text and "push the table again" in text
+        assert names(result.pending) == [seq(1), seq(2)]
+        # a folder without data files needs no metadata yet
+        assert scan(storage, "u").blockers == ()
+
+    def test_scan_reports_metadata_it_cannot_read(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": b'{"keyColumns": ["id"',
+                **data("t", 1),
+                "u/_metadata.json": b'{"keyColumns": "id"}',
+            },
+        )
+        result = scan(storage, "t")
+        assert result.metadata is None
+        assert kinds(result) == [("bad_metadata", "_metadata.json")]
+        text = message(result, "bad_metadata")
+        assert "_metadata.json" in text and "not valid JSON" in text and "fix or recreate it" in text
+        other = scan(storage, "u")
+        assert kinds(other) == [("bad_metadata", "_metadata.json")]
+        assert "keyColumns must be a list of column names" in message(other, "bad_metadata")
+
+    def test_scan_reports_an_unfinished_push_only_while_nobody_holds_the_lock(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": META,
+                **data("t", 1),
+                "t/_openmirror/journal.json": b"{}",
+                "t/_openmirror/staging/i1.p2/parts/part-0.parquet": b"staged",
+            },
+        )
+        result = scan(storage, "t")
+        # the staging belongs to the journal: finishing the push publishes it
+        assert kinds(result) == [("unfinished_push", "t/_openmirror/journal.json")]
+        text = message(result, "unfinished_push")
+        assert "t/_openmirror/journal.json" in text and "db.recover('t')" in text
+        with storage.lock("t", timeout=5):
+            held = scan(storage, "t")
+            assert held.lock.held and held.blockers == ()  # a writer is finishing it now
+        # a journal left by an older version, at the landing-zone root
+        storage.write_bytes("_openmirror/journal/u.json", b"{}")
+        legacy = scan(storage, "u")
+        assert kinds(legacy) == [("unfinished_push", "_openmirror/journal/u.json")]
+        assert "_openmirror/journal/u.json" in message(legacy, "unfinished_push")
+
+    def test_scan_reports_staging_orphaned_by_a_dead_push(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": META,
+                "t/_openmirror/staging/i1.p2/parts/part-0.parquet": b"staged",
+                "_openmirror/staging/t/p1/part-0.parquet": b"older version",
+            },
+        )
+        result = scan(storage, "t")
+        assert kinds(result) == [
+            ("orphaned_staging", "t/_openmirror/staging/i1.p2"),
+            ("orphaned_staging", "_openmirror/staging/t/p1"),
+        ]
+        for b in result.blockers:
+            assert b.file in b.message and "the next push of the table removes it" in b.message
+        with storage.lock("t", timeout=5):
+            assert scan(storage, "t").blockers == ()  # a push is staging under the lock
+
+    def test_scan_reports_an_unfinished_drop(self, storage):
+        lay_out(
+            storage,
+            {
+                "_openmirror/trash/t.i1.ab12cd34/00000000000000000001.parquet": b"x",
+                "_openmirror/trash/tt.i2.ab12cd34/x": b"another table",
+                "_openmirror/trash/t.x.i3.ab12cd34/x": b"table t.x",
+            },
+        )
+        result = scan(storage, "t")
+        assert not result.exists and result.pending == ()
+        assert kinds(result) == [("unfinished_drop", "_openmirror/trash/t.i1.ab12cd34")]
+        text = message(result, "unfinished_drop")
+        assert "_openmirror/trash/t.i1.ab12cd34" in text and "removes it" in text
+        assert kinds(scan(storage, "t.x")) == [("unfinished_drop", "_openmirror/trash/t.x.i3.ab12cd34")]
+
+    def test_scan_reports_a_lock_held_too_long(self, storage):
+        lay_out(storage, {"t/_metadata.json": META, **data("t", 1), "t/_openmirror/journal.json": b"{}"})
+        with storage.lock("t", timeout=5):
+            assert scan(storage, "t").blockers == ()  # a push under way
+            result = scan(storage, "t", now=time.time() + 7200)
+            assert result.lock.held and result.lock.holder
+            assert kinds(result) == [("stale_lock", None)]
+            text = message(result, "stale_lock")
+            assert result.lock.holder in text and "2.0 h" in text and "stop that process" in text
+            assert kinds(scan(storage, "t", stale_lock_after=60, now=time.time() + 120)) == [
+                ("stale_lock", None)
+            ]
+        assert kinds(scan(storage, "t", now=time.time() + 7200)) == [
+            ("unfinished_push", "t/_openmirror/journal.json")
+        ]
+
+    def test_scan_of_a_missing_table(self, storage):
+        lay_out(storage, {"t/_metadata.json": META, **data("t", 1)})
+        result = scan(storage, "nope")
+        assert (result.table, result.folder, result.exists) == ("nope", "nope", False)
+        assert result.metadata is None and result.state is None
+        assert result.pending == () and result.newest_processed is None
+        assert result.processed == () and result.ready_to_delete == ()
+        assert result.last_sequence == 0 and result.blockers == ()
+
+    def test_scan_of_a_table_in_a_schema(self, storage):
+        lay_out(
+            storage,
+            {
+                "s.schema/t/_metadata.json": META,
+                f"s.schema/t/_ProcessedFiles/{seq(1)}": b"one",
+                **data("s.schema/t", 2, 3, 5),
+                "s.schema/t/_openmirror/journal.json": b"{}",
+                "s.schema/t/_openmirror/state.json": (
+                    b'{"key_columns": ["id"], "schema": "{}", "last_sequence_number": 5}'
+                ),
+                "t/_metadata.json": META,  # the same name at the root is another table
+                **data("t", 1),
+            },
+        )
+        result = scan(storage, "s.t")
+        assert (result.table, result.folder, result.exists) == ("s.t", "s.schema/t", True)
+        assert result.state is not None and result.state.last_sequence_number == 5
+        assert result.newest_processed is not None and result.newest_processed.name == seq(2)
+        assert names(result.pending) == [seq(3), seq(5)]
+        assert names(result.processed) == [seq(1)]
+        assert kinds(result) == [("gap", seq(4)), ("unfinished_push", "s.schema/t/_openmirror/journal.json")]
+        assert "db.recover('s.t')" in message(result, "unfinished_push")
+        assert names(scan(storage, "t").pending) == [seq(1)] and scan(storage, "t").blockers == ()
+
+    def test_scan_takes_the_last_sequence_from_the_push_state_too(self, storage):
+        lay_out(
+            storage,
+            {
+                "t/_metadata.json": META,
+                **data("t", 3),
+                f"t/_ProcessedFiles/{seq(2)}": b"two",
+                "t/_openmirror/state.json": (
+                    b'{"key_columns": ["id"], "schema": "{}", "last_sequence_number": 9}'
+                ),
+            },
+        )
+        result = scan(storage, "t")
+        assert result.last_sequence == 9 and result.state is not None
+        assert result.pending == () and result.blockers == ()

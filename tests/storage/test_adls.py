@@ -200,8 +200,6 @@ def test_lease_is_renewed_while_held(dfs, fs):
 
 def test_an_abandoned_lease_blocks_until_it_expires(dfs, fs):
     storage = make_storage(dfs, fs)
-    with storage.lock("orders", timeout=5):
-        pass  # creates the lock file
     lock_file = (
         DataLakeServiceClient(
             dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
@@ -209,6 +207,7 @@ def test_an_abandoned_lease_blocks_until_it_expires(dfs, fs):
         .get_file_system_client(fs)
         .get_file_client("mirror.MirroredDatabase/Files/LandingZone/_openmirror/locks/orders.lock")
     )
+    lock_file.create_file()  # a lock file left by earlier locks
     DataLakeLeaseClient(lock_file).acquire(lease_duration=15)  # a holder that died: no renewals
     with pytest.raises(LockTimeoutError, match="lapses within 15 s"):
         with storage.lock("orders", timeout=0.3):
@@ -395,6 +394,7 @@ def test_lock_status_of_a_lapsed_lease_keeps_the_last_holder(dfs, fs):
         .get_file_system_client(fs)
         .get_file_client("mirror.MirroredDatabase/Files/LandingZone/_openmirror/locks/orders.lock")
     )
+    lock_file.create_file()  # not the first use: the lock file and its holder record stay
     with storage.lock("orders", timeout=5):
         pass
     DataLakeLeaseClient(lock_file).acquire(lease_duration=15)  # a holder that died without renewing
@@ -445,3 +445,16 @@ def test_without_pipeline_or_public_rename_the_backend_is_refused(dfs, fs, no_pi
     assert f"azure-storage-file-datalake {sdk.__version__}" in message and "pip install" in message
     assert TOKEN not in message
     assert sent(dfs, fs) == [] and dfs.store.fs[fs] == {}
+
+
+def test_a_lock_file_made_by_its_first_use_goes_again(dfs, fs):
+    """A push rejected before it publishes leaves the landing zone as it was, lock file included;
+    a lock file that was there already stays."""
+    storage = make_storage(dfs, fs)
+    with storage.lock("orders", timeout=5):
+        assert storage.lock_status("orders").held
+    assert not storage.exists("_openmirror/locks/orders.lock")
+    storage.write_bytes("_openmirror/locks/orders.lock", b"")
+    with storage.lock("orders", timeout=5):
+        pass
+    assert storage.exists("_openmirror/locks/orders.lock")
