@@ -64,18 +64,13 @@ class MirroredDatabase:
 
     def _repr_html_(self) -> str:
         try:
-            infos = [self.describe(t) for t in self.tables()]
+            names = self.tables()
         except OpenMirrorError as exc:
             return f"<div><b>{html.escape(str(self.target))}</b><br>{html.escape(str(exc))}</div>"
-        rows = "".join(
-            f"<tr><td>{html.escape(i.table)}</td><td>{html.escape(', '.join(i.keys))}</td>"
-            f"<td style='text-align:right'>{i.last_sequence}</td>"
-            f"<td style='text-align:right'>{_rows(i)}</td></tr>"
-            for i in infos
-        )
+        rows = "".join(_html_row(self, name) for name in names)
         return (
             f"<div><b>Mirrored database</b> <code>{html.escape(str(self.target))}</code>, "
-            f"{len(infos)} tables<table><tr><th>table</th><th>keys</th><th>last sequence</th>"
+            f"{len(names)} tables<table><tr><th>table</th><th>keys</th><th>last sequence</th>"
             f"<th>rows</th></tr>{rows}</table></div>"
         )
 
@@ -255,10 +250,19 @@ class MirroredDatabase:
         return spark_frame
 
 
-def _rows(info: TableInfo) -> str:
-    if info.base_rows is None:
-        return ""
-    return f"{info.base_rows:,}" + (f" (±{info.changed_keys:,})" if info.changed_keys else "")
+def _html_row(db: MirroredDatabase, table: str) -> str:
+    """One table's row; a table that cannot be read says why in its row, the others still show."""
+    try:
+        info = db.describe(table)
+    except OpenMirrorError as exc:
+        return f"<tr><td>{html.escape(table)}</td><td colspan='3'>{html.escape(str(exc))}</td></tr>"
+    rows = "" if info.base_rows is None else f"{info.base_rows:,}"
+    if info.changed_keys:
+        rows += f" (±{info.changed_keys:,})"
+    return (
+        f"<tr><td>{html.escape(info.table)}</td><td>{html.escape(', '.join(info.keys))}</td>"
+        f"<td style='text-align:right'>{info.last_sequence}</td><td style='text-align:right'>{rows}</td></tr>"
+    )
 
 
 def connect(

@@ -11,6 +11,8 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from openmirror_nb.errors import LandingZoneError
+
 STATE_VERSION = 1
 
 
@@ -73,7 +75,17 @@ class PushState:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> PushState:
-        doc = json.loads(data)
+        """Raises ``LandingZoneError`` when the file is not a state this tool wrote."""
+        try:
+            return cls._from_doc(json.loads(data))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LandingZoneError(
+                f"The table's push state _openmirror/state.json cannot be read ({type(exc).__name__}: "
+                f"{exc}); drop the table (db.drop) and push it again to rebuild it."
+            ) from None
+
+    @classmethod
+    def _from_doc(cls, doc: Any) -> PushState:
         return cls(
             key_columns=tuple(doc["key_columns"]),
             schema=doc["schema"],

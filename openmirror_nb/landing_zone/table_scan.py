@@ -45,6 +45,7 @@ BlockerKind = Literal[
     "bad_name",
     "no_metadata",
     "bad_metadata",
+    "bad_state",
     "unfinished_push",
     "orphaned_staging",
     "unfinished_drop",
@@ -122,7 +123,11 @@ def scan(
         metadata = home.read_metadata()
     except LandingZoneError as exc:
         blockers.append(Blocker("bad_metadata", f"_metadata.json cannot be read: {exc}", "_metadata.json"))
-    state = home.read_state()
+    state: PushState | None = None
+    try:
+        state = home.read_state()
+    except LandingZoneError as exc:
+        blockers.append(Blocker("bad_state", f"{exc}", home.state_path))
     sequential = metadata.sequential if metadata else True
     extension = metadata.options.extension if metadata else "parquet"
     in_folder, strays = _split(listing, sequential=sequential, extension=extension)
@@ -263,14 +268,10 @@ def _gaps(numbered: list[DataFileInfo], done: int, extension: str, *, any_cleanu
     missing = [n for n in range(start, have[-1]) if n not in present]
     for n in missing[:5]:
         waiting = [s for s in have if s > n]
-        span = f"{waiting[0]}" if len(waiting) == 1 else f"{waiting[0]}-{waiting[-1]}"
+        who = f"file {waiting[0]} waits" if len(waiting) == 1 else f"files {waiting[0]}-{waiting[-1]} wait"
         name = data_file_name(n, extension)
         blockers.append(
-            Blocker(
-                "gap",
-                f"file {name} is missing: files {span} wait for it; publish {n} or reseed the table.",
-                name,
-            )
+            Blocker("gap", f"file {name} is missing: {who} for it; publish {n} or reseed the table.", name)
         )
     return blockers
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
 import threading
 import time
 
@@ -123,8 +124,8 @@ def test_second_writer_waits_then_gets_a_clear_error(spark, tmp_path, seeded):
         with pytest.raises(LockTimeoutError) as info:
             seeded.push(_change(spark, 900), table=w.TABLE, mode="changes", op_column="op")
         assert str(info.value) == (
-            "Table 't' is locked by another writer for more than 1 s; wait for it to finish or raise "
-            "lock_timeout."
+            f"Table 't' is locked by another writer (held by {socket.gethostname()}:{holder.pid}) for "
+            "more than 1 s; wait for it to finish or raise lock_timeout."
         )
         assert tree_hash(seeded.target.landing_zone) == before
     finally:
