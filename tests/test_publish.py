@@ -8,12 +8,12 @@ import os
 import pytest
 
 from openmirror_nb.errors import LandingZoneError
-from openmirror_nb.landing_zone.journal import Journal, JournalEntry
+from openmirror_nb.landing_zone.journal import Journal
 from openmirror_nb.landing_zone.lifecycle import settle
 from openmirror_nb.landing_zone.publish import publish
-from openmirror_nb.landing_zone.push_state import PushState
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.storage.local import LocalStorage
+from tests.journals import staged_journal
 
 FOLDER = "sales.schema/orders"
 STAGING = f"{FOLDER}/_openmirror/staging/i1.p1"
@@ -35,27 +35,9 @@ def _last_sequence(storage: LocalStorage) -> int:
 
 def _journal(
     storage: LocalStorage, parts: list[bytes], start: int = 1, metadata: str | None = '{"keyColumns": ["id"]}'
-):
-    entries = []
-    for i, data in enumerate(parts):
-        path = f"{STAGING}/parts/part-{i:05d}-u-c000.parquet"
-        storage.write_bytes(path, data)
-        entries.append(JournalEntry(path, start + i))
-    state = PushState(
-        key_columns=("id",), schema='{"fields": []}', last_sequence_number=0, pushes=1, incarnation="i1"
-    )
-    return Journal(
-        push_id="p1",
-        table="sales.orders",
-        folder=FOLDER,
-        extension="parquet",
-        file_detection="SequentialFileName",
-        staging=STAGING,
-        state=state.to_bytes().decode(),
-        metadata=metadata,
-        partner_events='{"partnerName": "openmirror_nb"}',
-        entries=tuple(entries),
-        incarnation="i1",
+) -> Journal:
+    return staged_journal(
+        _home(storage), parts, push_id="p1", incarnation="i1", start=start, metadata=metadata
     )
 
 

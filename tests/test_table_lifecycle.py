@@ -16,10 +16,10 @@ import pytest
 import openmirror_nb as om
 from openmirror_nb.cli import main
 from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.journal import Journal, JournalEntry
+from openmirror_nb.landing_zone.journal import Journal
 from openmirror_nb.landing_zone.lifecycle import settle
 from openmirror_nb.landing_zone.publish import publish
-from openmirror_nb.landing_zone.push_state import PushState
+from tests.journals import staged_journal
 
 TABLE = "sales.orders"
 FOLDER = "sales.schema/orders"
@@ -35,29 +35,8 @@ def _parquet(ids: list[int]) -> bytes:
 def _journal(
     home: TableFolder, ids: list[int], *, incarnation: str | None, push: str, start: int, metadata: str | None
 ) -> Journal:
-    staging = (
-        f"{home.staging_root}/{incarnation}.{push}" if incarnation else f"_openmirror/staging/{TABLE}/{push}"
-    )
-    path = f"{staging}/parts/part-00000-u-c000.parquet"
-    home.storage.write_bytes(path, _parquet(ids))
-    state = PushState(
-        key_columns=("id",),
-        schema='{"fields": []}',
-        last_sequence_number=0,
-        pushes=1,
-        incarnation=incarnation,
-    )
-    return Journal(
-        push_id=push,
-        table=TABLE,
-        folder=FOLDER,
-        extension="parquet",
-        file_detection="SequentialFileName",
-        staging=staging,
-        state=state.to_bytes().decode(),
-        metadata=metadata,
-        entries=(JournalEntry(path, start),),
-        incarnation=incarnation,
+    return staged_journal(
+        home, [_parquet(ids)], push_id=push, incarnation=incarnation, start=start, metadata=metadata
     )
 
 
@@ -158,7 +137,9 @@ def test_drop_reports_what_it_removed_and_keeps_other_tables(db, home):
     assert db.tables() == ["sales.other"]  # the schema folder stays while it holds a table
     db.drop("sales.other")
     assert not (db.target.landing_zone / "sales.schema").exists()
-    assert sorted(p.name for p in db.target.landing_zone.iterdir()) == []
+    assert sorted(p.name for p in db.target.landing_zone.iterdir()) == [
+        "_partnerEvents.json"
+    ]  # database-wide
 
 
 def test_a_drop_killed_after_the_move_is_finished_by_the_next_operation(db, home, monkeypatch):

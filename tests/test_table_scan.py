@@ -13,11 +13,11 @@ import pytest
 
 import openmirror_nb as om
 from openmirror_nb.landing_zone import TableFolder, data_file_name, scan
-from openmirror_nb.landing_zone.journal import Journal, JournalEntry
+from openmirror_nb.landing_zone.journal import Journal
 from openmirror_nb.landing_zone.lifecycle import settle
 from openmirror_nb.landing_zone.publish import publish
-from openmirror_nb.landing_zone.push_state import PushState
 from openmirror_nb.mirror import LocalMirror
+from tests.journals import staged_journal
 
 META = '{"keyColumns": ["id"]}'
 SCHEMA = json.dumps(
@@ -45,36 +45,7 @@ def parquet(*ids: int) -> bytes:
 
 def decide(home: TableFolder, parts: list[bytes], *, push_id: str, incarnation: str = "inc1") -> Journal:
     """Stage ``parts`` and write the journal of a push, as ``db.push`` decides one."""
-    storage, prior = home.storage, home.read_state()
-    staging = home.staging(incarnation, push_id)
-    start = home.next_sequence_number(floor=prior.last_sequence_number if prior else 0)
-    entries = []
-    for i, data in enumerate(parts):
-        path = f"{staging}/parts/part-{i:05d}-c000.parquet"
-        storage.write_bytes(path, data)
-        entries.append(JournalEntry(path, start + i))
-    state = PushState(
-        key_columns=("id",),
-        schema=SCHEMA,
-        last_sequence_number=prior.last_sequence_number if prior else 0,
-        pushes=(prior.pushes if prior else 0) + 1,
-        incarnation=incarnation,
-        created=1_700_000_000.0,
-        last_push=1_700_000_000.0,
-    )
-    journal = Journal(
-        push_id=push_id,
-        table=str(home.ref),
-        folder=home.folder,
-        extension="parquet",
-        file_detection="SequentialFileName",
-        staging=staging,
-        state=state.to_bytes().decode(),
-        metadata=None if home.has_metadata() else META,
-        partner_events='{"partnerName": "openmirror_nb"}',
-        entries=tuple(entries),
-        incarnation=incarnation,
-    )
+    journal = staged_journal(home, parts, push_id=push_id, incarnation=incarnation)
     home.write_journal(journal)
     return journal
 

@@ -24,6 +24,7 @@ from openmirror_nb.landing_zone.table_folder import (
     TRASH_FOLDER,
     TableFolder,
 )
+from openmirror_nb.storage.base import Storage
 
 log = logging.getLogger("openmirror_nb")
 
@@ -53,22 +54,19 @@ def settle(home: TableFolder) -> Settled:
     for path in home.trash_entries():  # a drop that died after moving the folder away
         storage.delete(path)
         removed.append(path)
-    legacy = _read_legacy_journal(home)
-    if legacy is not None:
-        if home.journal_belongs(legacy, home.read_state()):
-            rolled = roll_forward(home, legacy, recovering=True)
-        else:
-            removed += _discard(home, legacy)
-        storage.delete(home.legacy_journal_path)
-    journal = home.read_journal()
-    if journal is not None:
+    legacy = False
+    for path in (home.legacy_journal_path, home.journal_path):  # an older version's one first
+        journal = _read_journal(storage, path)
+        if journal is None:
+            continue
+        legacy = legacy or path == home.legacy_journal_path
         if home.journal_belongs(journal, home.read_state()):
-            rolled = roll_forward(home, journal, recovering=True)
+            rolled = roll_forward(home, journal, recovering=True, path=path)
         else:
-            removed += _discard(home, journal)
-            storage.delete(home.journal_path)
+            removed += [path, *_discard(home, journal)]
+            storage.delete(path)
     removed += _tidy(home)
-    if legacy is not None or any(not r.startswith(f"{home.folder}/") for r in removed):
+    if legacy or any(not r.startswith(f"{home.folder}/") for r in removed):
         _prune_root(home)
     if removed:
         log.warning("Table %s: removed what no push will finish: %s", home.ref, ", ".join(removed))
@@ -84,16 +82,16 @@ def _prune_root(home: TableFolder) -> None:
     home.storage.delete(INTERNAL_FOLDER, recursive=False)
 
 
-def _read_legacy_journal(home: TableFolder) -> Journal | None:
+def _read_journal(storage: Storage, path: str) -> Journal | None:
     try:
-        return Journal.from_bytes(home.storage.read_bytes(home.legacy_journal_path))
+        return Journal.from_bytes(storage.read_bytes(path))
     except FileNotFoundError:
         return None
 
 
 def _discard(home: TableFolder, journal: Journal) -> list[str]:
     """A journal of another life: its staged files and key state go, nothing is published."""
-    removed = [home.journal_path if journal.incarnation else home.legacy_journal_path]
+    removed = []
     for path in (journal.staging, _keystate_of(journal)):
         if path and home.storage.exists(path):
             home.storage.delete(path)

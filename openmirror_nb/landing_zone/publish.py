@@ -85,14 +85,17 @@ def _place(storage: Storage, journal: Journal, entry: JournalEntry, *, recoverin
     return False
 
 
-def roll_forward(home: TableFolder, journal: Journal, *, recovering: bool) -> Journal:
+def roll_forward(
+    home: TableFolder, journal: Journal, *, recovering: bool, path: str | None = None
+) -> Journal:
     """Create the metadata, rename every staged part to its number in order, commit the state.
 
     When ``recovering``, a part may already have been published (and even processed and moved
     by the service) before the crash: it is recognised by its bytes and not published again.
     The caller has checked that the journal belongs to the table's life (``journal_belongs``).
+    ``path``: where the journal is kept (default the table's; an older version's at the root).
     """
-    storage = home.storage
+    storage, path = home.storage, path or home.journal_path
     if journal.partner_events and not storage.exists(PARTNER_EVENTS_FILE):
         try:
             storage.write_bytes(PARTNER_EVENTS_FILE, journal.partner_events.encode("utf-8"))
@@ -110,7 +113,7 @@ def roll_forward(home: TableFolder, journal: Journal, *, recovering: bool) -> Jo
             start = home.next_sequence_number()
             entries[i:] = [replace(e, sequence=start + n) for n, e in enumerate(entries[i:])]
             journal = replace(journal, entries=tuple(entries))
-            home.write_journal(journal)
+            storage.write_bytes(path, journal.to_bytes(), overwrite=True)
             continue
         i += 1
         if i < len(entries):
@@ -123,7 +126,7 @@ def roll_forward(home: TableFolder, journal: Journal, *, recovering: bool) -> Jo
         state = json.dumps(doc, indent=2) + "\n"
     storage.write_bytes(home.state_path, state.encode("utf-8"), overwrite=True)
     crash_point("after_state_commit")
-    storage.delete(home.journal_path)
+    storage.delete(path)
     storage.delete(journal.staging)
     storage.delete(home.staging_root, recursive=False)  # empty now: every push stages under the lock
     for folder in journal.obsolete:  # key state the new state no longer refers to

@@ -145,36 +145,23 @@ def test_a_state_without_buckets_gets_them_at_its_next_base(spark, db, lz, monke
 
 
 def test_a_base_sets_the_layout_and_a_delta_keeps_it():
-    base = next_state(
-        None,
-        key_columns=("id",),
-        schema="s",
-        folder="b",
-        new_base=True,
-        rows=9,
-        incarnation="i",
-        now=1.0,
-        buckets=4,
-    )
-    assert base.buckets == 4 and PushState.from_bytes(base.to_bytes()) == base
-    delta = next_state(
-        base, key_columns=("id",), schema="s", folder="d", new_base=False, rows=1, incarnation="i", now=2.0
-    )
-    assert delta.buckets == 4 and delta.deltas == ("d",)
-    plain = next_state(
-        delta, key_columns=("id",), schema="s", folder="c", new_base=True, rows=9, incarnation="i", now=3.0
-    )
-    assert plain.buckets is None and plain.deltas == ()
-    assert (
-        next_state(
-            None,
+    def step(prior, folder, *, new_base, rows, buckets=None):
+        return next_state(
+            prior,
             key_columns=("id",),
             schema="s",
-            folder="d",
-            new_base=False,
-            rows=2,
+            folder=folder,
+            new_base=new_base,
+            rows=rows,
             incarnation="i",
             now=1.0,
-        ).buckets
-        is None
-    )
+            buckets=buckets,
+        )
+
+    base = step(None, "b", new_base=True, rows=9, buckets=4)
+    assert base.buckets == 4 and PushState.from_bytes(base.to_bytes()) == base
+    delta = step(base, "d", new_base=False, rows=1)
+    assert delta.buckets == 4 and delta.deltas == ("d",)
+    plain = step(delta, "c", new_base=True, rows=9)
+    assert plain.buckets is None and plain.deltas == ()
+    assert step(None, "d", new_base=False, rows=2).buckets is None

@@ -198,15 +198,20 @@ def test_lease_is_renewed_while_held(dfs, fs):
         pass
 
 
-def test_an_abandoned_lease_blocks_until_it_expires(dfs, fs):
-    storage = make_storage(dfs, fs)
-    lock_file = (
+def _raw_lock_file(dfs, fs):
+    """The lock file of table ``orders``, through a client of its own (another process's)."""
+    return (
         DataLakeServiceClient(
             dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
         )
         .get_file_system_client(fs)
         .get_file_client("mirror.MirroredDatabase/Files/LandingZone/_openmirror/locks/orders.lock")
     )
+
+
+def test_an_abandoned_lease_blocks_until_it_expires(dfs, fs):
+    storage = make_storage(dfs, fs)
+    lock_file = _raw_lock_file(dfs, fs)
     lock_file.create_file()  # a lock file left by earlier locks
     DataLakeLeaseClient(lock_file).acquire(lease_duration=15)  # a holder that died: no renewals
     with pytest.raises(LockTimeoutError, match="lapses within 15 s"):
@@ -219,13 +224,7 @@ def test_an_abandoned_lease_blocks_until_it_expires(dfs, fs):
 
 def test_a_lost_lease_is_reported_to_the_holder(dfs, fs):
     storage = make_storage(dfs, fs, renew_interval=0.05)
-    lock_file = (
-        DataLakeServiceClient(
-            dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
-        )
-        .get_file_system_client(fs)
-        .get_file_client("mirror.MirroredDatabase/Files/LandingZone/_openmirror/locks/orders.lock")
-    )
+    lock_file = _raw_lock_file(dfs, fs)
     with pytest.raises(StorageError, match="lapsed while held"):
         with storage.lock("orders", timeout=5):
             DataLakeLeaseClient(lock_file).break_lease(lease_break_period=0)
@@ -387,13 +386,7 @@ def test_lock_status_is_one_properties_request_and_takes_nothing(dfs, fs):
 
 def test_lock_status_of_a_lapsed_lease_keeps_the_last_holder(dfs, fs):
     storage = make_storage(dfs, fs)
-    lock_file = (
-        DataLakeServiceClient(
-            dfs.account_url, credential=StaticTokenCredential(), connection_verify=str(dfs.cert)
-        )
-        .get_file_system_client(fs)
-        .get_file_client("mirror.MirroredDatabase/Files/LandingZone/_openmirror/locks/orders.lock")
-    )
+    lock_file = _raw_lock_file(dfs, fs)
     lock_file.create_file()  # not the first use: the lock file and its holder record stay
     with storage.lock("orders", timeout=5):
         pass
