@@ -85,7 +85,7 @@ class PushRequest:
             or not isinstance(self.rows_per_file, int)
             or self.rows_per_file < 1
         ):
-            raise ConfigError(f"rows_per_file {self.rows_per_file!r} must be a whole number of at least 1.")
+            raise ConfigError(f"rows_per_file {self.rows_per_file!r} must be at least 1 (a whole number).")
         if self.update_marker not in (int(RowMarker.UPDATE), int(RowMarker.UPSERT)):
             raise ConfigError(f"update_marker {self.update_marker} must be 1 (update) or 4 (upsert).")
         if self.strict_delete and self.convention != "sys_op":
