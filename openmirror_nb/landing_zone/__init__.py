@@ -7,6 +7,7 @@ Publisher, local mirror and status read the landing zone through this package on
 
 from __future__ import annotations
 
+from openmirror_nb.landing_zone.blockers import Blocker
 from openmirror_nb.landing_zone.discovery import TableLocation, discover_tables
 from openmirror_nb.landing_zone.metadata import (
     TableMetadata,
@@ -28,7 +29,7 @@ from openmirror_nb.landing_zone.names import (
 )
 from openmirror_nb.landing_zone.push_state import PushState
 from openmirror_nb.landing_zone.table_folder import TableFolder
-from openmirror_nb.landing_zone.table_scan import Blocker, DataFileInfo, TableScan, scan
+from openmirror_nb.landing_zone.table_scan import DataFileInfo, TableScan, scan
 
 __all__ = [
     "CLEANUP_FOLDERS",

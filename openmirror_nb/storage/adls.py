@@ -23,7 +23,7 @@ from openmirror_nb.errors import MissingDependencyError, PathExistsError, Storag
 from openmirror_nb.storage.adls_rename import TAKEN, AdlsRenamer
 from openmirror_nb.storage.base import Entry, LockStatus
 from openmirror_nb.storage.credentials import AZURE_HINT, resolve_credential, scrub
-from openmirror_nb.storage.lease_lock import acquire_lease, hold_lease, read_lock_status
+from openmirror_nb.storage.lease_lock import lease_lock, read_lock_status
 from openmirror_nb.target import LANDING_ZONE, OneLakeTarget
 
 LOCK_FOLDER = "_openmirror/locks"
@@ -261,30 +261,16 @@ class AdlsStorage:
     def lock(self, name: str, *, timeout: float) -> Iterator[None]:
         path = f"{LOCK_FOLDER}/{name}.lock"
         client = self._fs.get_file_client(self._full(path))
-        with self._errors("lock", path):
-            first_use = not client.exists()
-        lease = acquire_lease(
+        with lease_lock(
             client,
             self._sdk.DataLakeLeaseClient,
             name=name,
             timeout=timeout,
             lease_seconds=self.lease_seconds,
+            renew_interval=self.renew_interval,
             errors=lambda: self._errors("lock", path),
-        )
-        try:
-            with hold_lease(
-                lease, name=name, lease_seconds=self.lease_seconds, renew_interval=self.renew_interval
-            ):
-                yield
-        finally:
-            if first_use:
-                # A lock file this call created goes again, so that a push rejected before it
-                # published leaves the landing zone as it found it. A writer that leased the file
-                # meanwhile keeps it (the delete needs its lease); one that finds it gone makes it.
-                try:
-                    client.delete_file()
-                except Exception:
-                    pass
+        ):
+            yield
 
     def lock_status(self, name: str) -> LockStatus:
         path = f"{LOCK_FOLDER}/{name}.lock"

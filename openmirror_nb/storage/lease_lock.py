@@ -103,6 +103,37 @@ def hold_lease(lease: Any, *, name: str, lease_seconds: int, renew_interval: flo
         )
 
 
+@contextmanager
+def lease_lock(
+    client: Any,
+    lease_class: Any,
+    *,
+    name: str,
+    timeout: float,
+    lease_seconds: int,
+    renew_interval: float,
+    errors: Callable[[], AbstractContextManager[None]],
+) -> Iterator[None]:
+    """Hold the lease on ``client``'s lock file for the ``with`` block (``AdlsStorage.lock``)."""
+    with errors():
+        first_use = not client.exists()
+    lease = acquire_lease(
+        client, lease_class, name=name, timeout=timeout, lease_seconds=lease_seconds, errors=errors
+    )
+    try:
+        with hold_lease(lease, name=name, lease_seconds=lease_seconds, renew_interval=renew_interval):
+            yield
+    finally:
+        if first_use:
+            # A lock file this call created goes again, so that a push rejected before it
+            # published leaves the landing zone as it found it. A writer that leased the file
+            # meanwhile keeps it (the delete needs its lease); one that finds it gone makes it.
+            try:
+                client.delete_file()
+            except Exception:
+                pass
+
+
 def _record_holder(client: Any, lease: Any) -> None:
     """Write ``host:pid`` and the time into the lock file's metadata, under the lease just taken.
 
