@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from openmirror_nb.errors import NotSupportedError, OpenMirrorError
 from openmirror_nb.landing_zone.discovery import discover_tables
+from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.model import (
     DEFAULT_ROWS_PER_FILE,
@@ -240,7 +241,7 @@ class MirroredDatabase:
         from openmirror_nb.mirror.delta_read import read_delta_pandas, read_delta_spark
 
         ref = TableRef.parse(table)
-        path = self.target.tables / (ref.schema or "dbo") / ref.name
+        path = self.target.tables / (ref.schema or DEFAULT_SCHEMA) / ref.name
         if as_pandas:
             frame: pd.DataFrame = read_delta_pandas(path)
             return frame
