@@ -36,6 +36,7 @@ from openmirror_nb.model import (
 if TYPE_CHECKING:
     from openmirror_nb.api import MirroredDatabase, connect
     from openmirror_nb.mirror import LocalMirror
+    from openmirror_nb.pipeline.arrow_input import arrow_to_spark
 
 __version__ = "0.1.0"
 
@@ -63,10 +64,12 @@ __all__ = [
     "TableOptions",
     "UnsupportedTypeError",
     "__version__",
+    "arrow_to_spark",
     "connect",
 ]
 
 _LAZY = {
+    "arrow_to_spark": "openmirror_nb.pipeline.arrow_input",
     "connect": "openmirror_nb.api",
     "MirroredDatabase": "openmirror_nb.api",
     "LocalMirror": "openmirror_nb.mirror",

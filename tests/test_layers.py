@@ -32,7 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo"},
     "magics": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets"},
     "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info"},
-    "__init__": {"errors", "model", "api", "mirror"},
+    "__init__": {"errors", "model", "api", "mirror", "pipeline"},
 }
 
 

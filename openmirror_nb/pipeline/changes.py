@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 INVALID_MARKER = -1
 _ORDER = "_openmirror_order"
+_CDF_PHASE = "_openmirror_cdf_phase"
 _VALID = [int(m) for m in RowMarker]
 
 
@@ -82,18 +83,24 @@ def to_marker(op: Column, convention: Convention, *, update_marker: int) -> Colu
 
 def _cdf_key_changes(df: DataFrame, *, op_column: str, keys: tuple[str, ...]) -> DataFrame:
     """Drop CDF preimages, except one whose key has no postimage in its commit: the update moved
-    the row to another key, so the old key is deleted (contract §4: key change = delete + insert)."""
+    the row to another key, so the old key is deleted (contract §4: key change = delete + insert).
+
+    Adds ``_CDF_PHASE``: a commit is one state transition and Delta defines no order of the rows
+    inside it, so within a commit every delete (and moved-away preimage) is applied before every
+    insert and postimage. A commit that deletes and re-inserts a key (replaceWhere, MERGE) then
+    leaves the row, whatever order the reader listed them in.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    kind = F.lower(F.col(f"`{op_column}`").cast("string"))
+    kind = F.lower(F.trim(F.col(f"`{op_column}`").cast("string")))
     by = Window.partitionBy("_commit_version", *[F.col(f"`{k}`") for k in keys])
     flagged = df.withColumn("_om_post", F.max((kind == "update_postimage").cast("int")).over(by))
     moved = (kind == "update_preimage") & (F.col("_om_post") == 0)
     kept = flagged.where((kind != "update_preimage") | moved)
-    return kept.withColumn(op_column, F.when(moved, F.lit("delete")).otherwise(F.col(f"`{op_column}`"))).drop(
-        "_om_post"
-    )
+    op = F.when(moved, F.lit("delete")).otherwise(F.col(f"`{op_column}`"))
+    phase = F.when(moved | (kind == "delete"), F.lit(0)).otherwise(F.lit(1))
+    return kept.withColumn(_CDF_PHASE, phase).withColumn(op_column, op).drop("_om_post")
 
 
 def to_change_rows(
@@ -123,7 +130,7 @@ def to_change_rows(
                 "A cdf change feed needs its _commit_version column to keep commits in order."
             )
         df = _cdf_key_changes(df, op_column=op_column, keys=keys)
-        order_by = ("_commit_version", *[c for c in order_by if c != "_commit_version"])
+        order_by = ("_commit_version", _CDF_PHASE, *[c for c in order_by if c != "_commit_version"])
     for col in order_by:
         if col not in df.columns:
             raise ConfigError(
@@ -134,7 +141,7 @@ def to_change_rows(
     ordered = df.withColumn(_ORDER, F.monotonically_increasing_id())
     marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
     deleted = marker == int(RowMarker.DELETE)
-    dropped = {op_column, *(CDF_COLUMNS if convention == "cdf" else ())}
+    dropped = {op_column, *((*CDF_COLUMNS, _CDF_PHASE) if convention == "cdf" else ())}
     data = [
         F.col(f"`{f.name}`")
         if f.name in keys
