@@ -4,7 +4,6 @@ over it (magics, widgets, CLI)."""
 from __future__ import annotations
 
 import dataclasses
-import html
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -22,10 +21,11 @@ from openmirror_nb.model import (
     PushMode,
     PushResult,
     Recovery,
+    SyncResult,
     TableOptions,
     TableRef,
 )
-from openmirror_nb.table_info import TableInfo, describe
+from openmirror_nb.table_info import TableInfo, database_html, describe
 from openmirror_nb.target import LocalTarget, Target, parse_target
 
 if TYPE_CHECKING:
@@ -64,16 +64,7 @@ class MirroredDatabase:
         return f"MirroredDatabase({self.target}{count})"
 
     def _repr_html_(self) -> str:
-        try:
-            names = self.tables()
-        except OpenMirrorError as exc:
-            return f"<div><b>{html.escape(str(self.target))}</b><br>{html.escape(str(exc))}</div>"
-        rows = "".join(_html_row(self, name) for name in names)
-        return (
-            f"<div><b>Mirrored database</b> <code>{html.escape(str(self.target))}</code>, "
-            f"{len(names)} tables<table><tr><th>table</th><th>keys</th><th>last sequence</th>"
-            f"<th>rows</th></tr>{rows}</table></div>"
-        )
+        return database_html(str(self.target), self.tables, self.describe)
 
     def push(
         self,
@@ -153,6 +144,40 @@ class MirroredDatabase:
             strict_delete=strict_delete,
         )
         return run_push(self.storage, df, request)
+
+    def sync_delta(
+        self, source: str, *, table: str, keys: Sequence[str] | None = None, compact: bool = False
+    ) -> SyncResult:
+        """Keep ``table`` in step with the Delta table at ``source`` (a path or URI).
+
+        The first call publishes the source's current version as a snapshot; each later call
+        publishes its change data feed since the version the table holds (``compact``: only each
+        key's net change), committing the new version with the files, so a crash neither skips
+        nor repeats a version. Without a feed over that range (not enabled, vacuumed) it pushes
+        a snapshot diff instead and ``SyncResult.fallback`` says why.
+
+        Example:
+            >>> db.sync_delta("Tables/orders", table="sales.orders", keys=["order_id"])
+        """
+        from openmirror_nb.pipeline.delta_sync import DeltaSource, sync_delta
+        from openmirror_nb.pipeline.request import PushRequest
+        from openmirror_nb.runtime import get_spark
+
+        request = PushRequest.create(
+            table=table,
+            keys=keys,
+            order_by=(),
+            mode="snapshot",
+            op_column=None,
+            convention="rowmarker",
+            table_options=None,
+            compression=None,
+            rows_per_file=DEFAULT_ROWS_PER_FILE,
+            lock_timeout=self.lock_timeout,
+            partner=self.partner,
+            compact=compact,
+        )
+        return sync_delta(self.storage, DeltaSource.open(source, get_spark()), request)
 
     def recover(self, table: str) -> Recovery:
         """Finish an interrupted push of ``table`` and remove what no push will finish.
@@ -249,21 +274,6 @@ class MirroredDatabase:
 
         spark_frame: DataFrame = read_delta_spark(get_spark(), path)
         return spark_frame
-
-
-def _html_row(db: MirroredDatabase, table: str) -> str:
-    """One table's row; a table that cannot be read says why in its row, the others still show."""
-    try:
-        info = db.describe(table)
-    except OpenMirrorError as exc:
-        return f"<tr><td>{html.escape(table)}</td><td colspan='3'>{html.escape(str(exc))}</td></tr>"
-    rows = "" if info.base_rows is None else f"{info.base_rows:,}"
-    if info.changed_keys:
-        rows += f" (±{info.changed_keys:,})"
-    return (
-        f"<tr><td>{html.escape(info.table)}</td><td>{html.escape(', '.join(info.keys))}</td>"
-        f"<td style='text-align:right'>{info.last_sequence}</td><td style='text-align:right'>{rows}</td></tr>"
-    )
 
 
 def connect(

@@ -248,3 +248,37 @@ class DropResult:
         return (
             f"DropResult({self.table}: removed {len(self.removed)} paths, {self.data_files} data files{gone})"
         )
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """What one ``db.sync_delta`` did.
+
+    Attributes:
+        table: The mirrored table.
+        source: The Delta table it follows.
+        from_version: The source version the table held before (``None`` on the first sync).
+        to_version: The source version it holds now.
+        how: ``"snapshot"`` (first sync, or a fallback), ``"changes"`` (the change data feed
+            between the two versions) or ``"none"`` (the source had no new version).
+        fallback: Why a snapshot diff was pushed instead of the change data feed, if it was.
+        push: The push that published it (``None`` when nothing was pushed).
+    """
+
+    table: str
+    source: str
+    from_version: int | None
+    to_version: int
+    how: Literal["snapshot", "changes", "none"]
+    fallback: str | None = None
+    push: PushResult | None = None
+
+    def __repr__(self) -> str:
+        span = (
+            f"{self.from_version} -> {self.to_version}"
+            if self.from_version is not None
+            else str(self.to_version)
+        )
+        why = f" (fell back to a snapshot diff: {self.fallback})" if self.fallback else ""
+        what = self.push._summary() if self.push else "nothing new"
+        return f"SyncResult({self.table} at source version {span}, {self.how}{why}; {what})"

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from openmirror_nb.errors import LandingZoneError, did_you_mean
+from openmirror_nb.errors import LandingZoneError, OpenMirrorError, did_you_mean
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.model import TableOptions
 
@@ -206,3 +207,32 @@ def _time(epoch: float | None) -> datetime | None:
 
 def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "unknown"
+
+
+def database_html(target: str, tables: Callable[[], list[str]], info: Callable[[str], TableInfo]) -> str:
+    """The database's HTML repr: one row per table; a table that cannot be read says why in its
+    row, and the others still show."""
+    try:
+        names = tables()
+    except OpenMirrorError as exc:
+        return f"<div><b>{html.escape(target)}</b><br>{html.escape(str(exc))}</div>"
+    rows = "".join(_html_row(name, info) for name in names)
+    return (
+        f"<div><b>Mirrored database</b> <code>{html.escape(target)}</code>, {len(names)} tables"
+        f"<table><tr><th>table</th><th>keys</th><th>last sequence</th><th>rows</th></tr>{rows}</table></div>"
+    )
+
+
+def _html_row(table: str, info: Callable[[str], TableInfo]) -> str:
+    try:
+        found = info(table)
+    except OpenMirrorError as exc:
+        return f"<tr><td>{html.escape(table)}</td><td colspan='3'>{html.escape(str(exc))}</td></tr>"
+    rows = "" if found.base_rows is None else f"{found.base_rows:,}"
+    if found.changed_keys:
+        rows += f" (±{found.changed_keys:,})"
+    return (
+        f"<tr><td>{html.escape(found.table)}</td><td>{html.escape(', '.join(found.keys))}</td>"
+        f"<td style='text-align:right'>{found.last_sequence}</td>"
+        f"<td style='text-align:right'>{rows}</td></tr>"
+    )

@@ -36,6 +36,9 @@ class PushState:
         created: When the initial load was decided (epoch seconds), if known.
         last_push: When the last push was decided (epoch seconds), if known.
         pushes_since_base: Pushes whose key state is a delta on top of ``base``.
+        source: The Delta table ``db.sync_delta`` keeps this table in step with, if any.
+        source_version: The version of ``source`` the table holds; committed with the push
+            that published it, so a crash can neither skip nor repeat a version.
     """
 
     key_columns: tuple[str, ...]
@@ -50,6 +53,8 @@ class PushState:
     incarnation: str | None = None
     created: float | None = None
     last_push: float | None = None
+    source: str | None = None
+    source_version: int | None = None
 
     @property
     def pushes_since_base(self) -> int:
@@ -99,6 +104,8 @@ class PushState:
             incarnation=doc.get("incarnation"),
             created=_time(doc.get("created")),
             last_push=_time(doc.get("last_push")),
+            source=doc.get("source"),
+            source_version=_count(doc.get("source_version")),
         )
 
 
@@ -113,10 +120,11 @@ def next_state(
     incarnation: str,
     now: float,
     buckets: int | None = None,
+    source: tuple[str, int] | None = None,
 ) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
-    ``prior``."""
+    ``prior``. ``source``: the (Delta table, version) the push brings the table to."""
     before = prior or PushState(
         key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
     )
@@ -143,6 +151,8 @@ def next_state(
         incarnation=before.incarnation or incarnation,
         created=before.created,
         last_push=now,
+        source=source[0] if source else before.source,
+        source_version=source[1] if source else before.source_version,
     )
 
 

@@ -17,6 +17,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+from openmirror_nb.errors import LandingZoneError
 from openmirror_nb.landing_zone.journal import Journal, JournalEntry
 from openmirror_nb.landing_zone.lifecycle import settle
 from openmirror_nb.landing_zone.metadata import metadata_bytes, partner_events_bytes
@@ -66,6 +67,7 @@ def _attempt(home: TableFolder, df: DataFrame, request: PushRequest, *, started:
     options = checks.resolve_options(request.table_options, meta, name)
     keys = checks.resolve_keys(request.keys, meta, name)
     state = home.read_state()
+    _check_source(request, state)
     shaped = shape(df, request, keys, options)
     checks.check_against_state(shaped.schema, state, options, name)
     push_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
@@ -112,6 +114,18 @@ def _attempt(home: TableFolder, df: DataFrame, request: PushRequest, *, started:
         seconds=time.monotonic() - started,
         files=tuple(done.final(e) for e in done.entries),
     )
+
+
+def _check_source(request: PushRequest, state: PushState | None) -> None:
+    """A sync was read against the version the table held then; another sync may have moved it."""
+    if request.source is None:
+        return
+    held = state.source_version if state else None
+    if held != request.source_after:
+        raise LandingZoneError(
+            f"Table {request.table} holds version {held} of {request.source[0]} now, but this sync read "
+            f"it at version {request.source_after}; another sync ran meanwhile: run sync_delta again."
+        )
 
 
 def _parents(home: TableFolder) -> tuple[str, ...]:
@@ -184,6 +198,7 @@ def _decide(
         incarnation=incarnation,
         now=time.time(),
         buckets=staged.buckets,
+        source=request.source,
     )
     # the key state a new base replaces goes once the new state is committed
     obsolete = tuple(state.key_state) if state and staged.new_base else ()

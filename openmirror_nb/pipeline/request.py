@@ -47,6 +47,10 @@ class PushRequest:
     update_marker: int = int(RowMarker.UPSERT)
     compact: bool = False
     strict_delete: bool = False
+    # db.sync_delta: the (source, version) this push brings the table to, and the version it
+    # was read against (None: the table's first sync), checked under the table lock.
+    source: tuple[str, int] | None = None
+    source_after: int | None = None
 
     @classmethod
     def create(
