@@ -63,6 +63,7 @@ class TableInfo:
         pushes_since_base: Pushes whose key state is a delta on the last base.
         incarnation: The id of this life of the table (``None`` if this tool never pushed to it).
         created: When the initial load was decided; ``last_push``: the last push.
+        source: The Delta table ``db.sync_delta`` follows, and ``source_version`` the version held.
     """
 
     table: str
@@ -78,6 +79,8 @@ class TableInfo:
     incarnation: str | None
     created: datetime | None
     last_push: datetime | None
+    source: str | None = None
+    source_version: int | None = None
 
     @property
     def state_rows(self) -> int | None:
@@ -108,6 +111,7 @@ class TableInfo:
             ("incarnation", self.incarnation or "none (not pushed by openmirror_nb)"),
             ("created", _when(self.created)),
             ("last push", _when(self.last_push)),
+            *([("synced from", f"{self.source} at version {self.source_version}")] if self.source else []),
         ]
 
     def __repr__(self) -> str:
@@ -169,6 +173,8 @@ def describe(home: TableFolder, *, known: list[str]) -> TableInfo:
         incarnation=state.incarnation if state else None,
         created=_time(state.created if state else None),
         last_push=_time(state.last_push if state else None),
+        source=state.source if state else None,
+        source_version=state.source_version if state else None,
     )
 
 

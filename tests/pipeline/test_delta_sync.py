@@ -57,6 +57,7 @@ def test_versions_are_published_one_feed_at_a_time(spark, tmp_path):
     assert "0 -> 3, changes" in repr(second)
     assert db.sync_delta(source, table="t").how == "none"
     assert TableFolder.of(db.storage, "t").read_state().source_version == 3
+    assert f"synced from: {source} at version 3" in repr(db.describe("t"))
     _expect_mirror_equals_source(db, source)
 
 
