@@ -112,13 +112,15 @@ def to_change_rows(
     order_by: tuple[str, ...],
     update_marker: int = int(RowMarker.UPSERT),
     compact: bool = False,
+    unpublished: tuple[str, ...] = (),
 ) -> DataFrame:
     """Map a change feed to change rows: data columns, then ``__rowMarker__`` (int) last.
 
     Rows are hash-partitioned by key and sorted by ``order_by`` (then input order) inside each
     partition, so all changes of one key land in one file, in order. Delete rows keep only
     their keys; the other columns become typed NULLs (contract §4). With ``compact`` only each
-    key's net change is kept: its last row, as an upsert (4) or a delete (2).
+    key's net change is kept: its last row, as an upsert (4) or a delete (2). Columns in
+    ``unpublished`` (ordering fields that are not table columns) order the rows but are dropped.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -141,7 +143,7 @@ def to_change_rows(
     ordered = df.withColumn(_ORDER, F.monotonically_increasing_id())
     marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
     deleted = marker == int(RowMarker.DELETE)
-    dropped = {op_column, *((*CDF_COLUMNS, _CDF_PHASE) if convention == "cdf" else ())}
+    dropped = {op_column, *unpublished, *((*CDF_COLUMNS, _CDF_PHASE) if convention == "cdf" else ())}
     data = [
         F.col(f"`{f.name}`")
         if f.name in keys
@@ -157,17 +159,20 @@ def to_change_rows(
         key_cols = [F.col(f"`{k}`") for k in keys]
         last_first = Window.partitionBy(*key_cols).orderBy(*[F.col(h).desc() for h in hidden])
         net = F.when(F.col(ROW_MARKER).isin(INVALID_MARKER, int(RowMarker.DELETE)), F.col(ROW_MARKER))
+        per_key = Window.partitionBy(*key_cols)
+        # an invalid row anywhere in a key's changes must survive compaction to reject the push
         shaped = (
             shaped.withColumn("_om_n", F.row_number().over(last_first))
-            .withColumn("_om_count", F.count(F.lit(1)).over(Window.partitionBy(*key_cols)))
+            .withColumn("_om_count", F.count(F.lit(1)).over(per_key))
+            .withColumn("_om_bad", F.max((F.col(ROW_MARKER) == INVALID_MARKER).cast("int")).over(per_key))
             .where(F.col("_om_n") == 1)
             .withColumn(
                 ROW_MARKER,
-                F.when(F.col("_om_count") == 1, F.col(ROW_MARKER)).otherwise(
-                    F.coalesce(net, F.lit(int(RowMarker.UPSERT)))
-                ),
+                F.when(F.col("_om_bad") == 1, F.lit(INVALID_MARKER))
+                .when(F.col("_om_count") == 1, F.col(ROW_MARKER))
+                .otherwise(F.coalesce(net, F.lit(int(RowMarker.UPSERT)))),
             )
-            .drop("_om_n", "_om_count")
+            .drop("_om_n", "_om_count", "_om_bad")
         )
     return (
         shaped.repartition(partitions, *[F.col(f"`{k}`") for k in keys])

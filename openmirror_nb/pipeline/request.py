@@ -17,6 +17,7 @@ from openmirror_nb.model import (
     TableOptions,
     TableRef,
 )
+from openmirror_nb.pipeline import debezium
 from openmirror_nb.pipeline.changes import DEFAULT_OP_COLUMN, INVALID_MARKER, to_change_rows, to_marker
 from openmirror_nb.pipeline.normalize import check_columns, check_keys, normalize
 
@@ -122,22 +123,38 @@ def shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: T
         check_columns(df)
         check_keys(df, keys)
         return normalize(df, options=options)
-    check_columns(df, reserved_ok=frozenset({request.op}))
+    op, order_by = request.op, request.order_by
+    hidden: tuple[str, ...] = ()
+    if request.convention == "debezium":
+        # Envelope, payload wrapper, ExtractNewRecordState or flattened: one flat feed of the row's
+        # columns, the op letter and ordering fields that are not published.
+        df, hidden = debezium.read_feed(df, op_column=request.op_column, order_by=request.order_by).rows(keys)
+        op, order_by = debezium.OP, hidden
+    check_columns(df, reserved_ok=frozenset({op}))
     check_keys(df, keys)
-    shaped = normalize(df, options=options, keep=frozenset({request.op}))
+    shaped = normalize(df, options=options, keep=frozenset({op, *hidden}))
     return to_change_rows(
         shaped,
-        op_column=request.op,
+        op_column=op,
         convention=request.convention,
         keys=keys,
-        order_by=request.order_by,
+        order_by=order_by,
         update_marker=request.update_marker,
         compact=request.compact,
+        unpublished=hidden,
     )
 
 
 def invalid_ops(df: DataFrame, request: PushRequest) -> list[Any]:
+    """A few operation values outside the convention, for the staged-file check's message.
+
+    A Debezium feed raises its own error instead: it knows where the operation is read (op,
+    payload.op, __op), and that __deleted or a missing ordering field can make an event unreadable.
+    """
     from pyspark.sql import functions as F
+
+    if request.convention == "debezium":
+        raise debezium.read_feed(df, op_column=request.op_column, order_by=request.order_by).invalid_error()
 
     op = F.col(f"`{request.op}`")
     marker = to_marker(op, request.convention, update_marker=request.update_marker)
