@@ -99,8 +99,11 @@ class MirroredDatabase:
                 ``__rowMarker__``, ``sys_op``, ``_change_type``, ``op``).
             convention: How ``op_column`` encodes operations: ``"rowmarker"`` (0/1/2/4),
                 ``"sys_op"`` (Prostore: 0 upsert, 1 delete; one change per key), ``"cdf"`` (Delta
-                change data feed ``_change_type``), ``"debezium"`` (c/r/u/d).
-            order_by: Columns that order each key's changes (default: the DataFrame's order).
+                change data feed ``_change_type``; within a commit deletes before inserts),
+                ``"debezium"`` (c/r/u/d: the envelope with or without ``payload``,
+                ExtractNewRecordState output, or a flattened feed).
+            order_by: Columns that order each key's changes (default: the DataFrame's order;
+                Debezium: ``source.lsn``, binlog position or ``ts_ms``; dotted paths allowed).
             table_options: File format, detection strategy, upsert default; fixed at first push.
             compression: Parquet compression: none, snappy (default), gzip or zstd.
             rows_per_file: Target rows per published file (Fabric lags on very large files).
