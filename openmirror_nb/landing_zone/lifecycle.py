@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 
 from openmirror_nb.landing_zone.journal import Journal
-from openmirror_nb.landing_zone.names import CLEANUP_FOLDERS, INTERNAL_FOLDER, SCHEMA_SUFFIX, data_extension
+from openmirror_nb.landing_zone.names import INTERNAL_FOLDER, SCHEMA_SUFFIX, data_extension
 from openmirror_nb.landing_zone.publish import crash_point, roll_forward
 from openmirror_nb.landing_zone.table_folder import (
     LEGACY_JOURNAL_FOLDER,
@@ -24,7 +24,6 @@ from openmirror_nb.landing_zone.table_folder import (
     TRASH_FOLDER,
     TableFolder,
 )
-from openmirror_nb.storage.base import Storage
 
 log = logging.getLogger("openmirror_nb")
 
@@ -56,7 +55,7 @@ def settle(home: TableFolder) -> Settled:
         removed.append(path)
     legacy = False
     for path in (home.legacy_journal_path, home.journal_path):  # an older version's one first
-        journal = _read_journal(storage, path)
+        journal = home.read_journal(path)
         if journal is None:
             continue
         legacy = legacy or path == home.legacy_journal_path
@@ -80,13 +79,6 @@ def _prune_root(home: TableFolder) -> None:
         home.storage.delete(path, recursive=False)
     home.storage.delete(TRASH_FOLDER, recursive=False)
     home.storage.delete(INTERNAL_FOLDER, recursive=False)
-
-
-def _read_journal(storage: Storage, path: str) -> Journal | None:
-    try:
-        return Journal.from_bytes(storage.read_bytes(path))
-    except FileNotFoundError:
-        return None
 
 
 def _discard(home: TableFolder, journal: Journal) -> list[str]:
@@ -143,11 +135,11 @@ class Dropped:
 
 def drop(home: TableFolder) -> Dropped:
     """Remove the table folder and every internal of the table. Runs under the table lock."""
-    storage = home.storage
-    state = home.read_state() if home.exists() else None
-    existed, files, removed = home.exists(), 0, []
+    storage, existed = home.storage, home.exists()
+    state = home.read_state() if existed else None
+    files, removed = 0, []
     if existed:
-        files = _count_data_files(home)
+        files = sum(1 for name in home.file_names() if data_extension(name))
         trash = home.trash_path(state.incarnation if state else None)
         crash_point("drop_before_move")
         storage.move_folder(home.folder, trash)  # the table is gone for the service from here on
@@ -160,11 +152,3 @@ def drop(home: TableFolder) -> Dropped:
     if home.ref.schema:  # an emptied schema folder goes too; one still holding tables stays
         storage.delete(f"{home.ref.schema}{SCHEMA_SUFFIX}", recursive=False)
     return Dropped(existed, state.incarnation if state else None, files, tuple(removed))
-
-
-def _count_data_files(home: TableFolder) -> int:
-    total = 0
-    for sub in ("", *CLEANUP_FOLDERS):
-        path = f"{home.folder}/{sub}" if sub else home.folder
-        total += sum(1 for e in home.storage.list_dir(path) if not e.is_dir and data_extension(e.name))
-    return total

@@ -48,12 +48,6 @@ def new_incarnation() -> str:
     return uuid.uuid4().hex[:12]
 
 
-def incarnation_of(name: str) -> str | None:
-    """The incarnation a ``<incarnation>.<push>`` staging or key-state folder belongs to."""
-    head, dot, _ = name.partition(".")
-    return head if dot else None
-
-
 @dataclass(frozen=True)
 class TableFolder:
     """Where everything of one table lives, and the reads every operation needs.
@@ -157,25 +151,27 @@ class TableFolder:
         except FileNotFoundError:
             return None
 
-    def read_journal(self) -> Journal | None:
+    def read_journal(self, path: str | None = None) -> Journal | None:
+        """The journal at ``path`` (default the table's own), or ``None``."""
         try:
-            return Journal.from_bytes(self.storage.read_bytes(self.journal_path))
+            return Journal.from_bytes(self.storage.read_bytes(path or self.journal_path))
         except FileNotFoundError:
             return None
 
     def write_journal(self, journal: Journal) -> None:
         self.storage.write_bytes(self.journal_path, journal.to_bytes(), overwrite=True)
 
-    def last_sequence_number(self) -> int:
-        """The largest sequence number in the table folder and its cleanup folders (0 if none)."""
-        found = 0
+    def file_names(self) -> list[str]:
+        """Names of the files in the table folder and its cleanup folders."""
+        names = []
         for sub in ("", *CLEANUP_FOLDERS):
             path = f"{self.folder}/{sub}" if sub else self.folder
-            for entry in self.storage.list_dir(path):
-                seq = parse_sequence(entry.name) if not entry.is_dir else None
-                if seq is not None:
-                    found = max(found, seq)
-        return found
+            names += [e.name for e in self.storage.list_dir(path) if not e.is_dir]
+        return names
+
+    def last_sequence_number(self) -> int:
+        """The largest sequence number in the table folder and its cleanup folders (0 if none)."""
+        return max((s for s in map(parse_sequence, self.file_names()) if s is not None), default=0)
 
     def next_sequence_number(self, *, floor: int = 0) -> int:
         """1 + the largest number in the table folder, its cleanup folders and ``floor``."""

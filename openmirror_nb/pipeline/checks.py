@@ -104,9 +104,11 @@ def _short(kind: Any) -> str:
 def check_stats(
     stats: StagedStats, *, keys: tuple[str, ...], table: str, invalid_values: Sequence[Any] = ()
 ) -> None:
-    """Reject NULL keys and invalid markers found in the staged files."""
-    if stats.null_key_rows:
-        raise null_key_error(stats.null_key_rows, keys=keys, table=table)
+    """Reject invalid markers, then NULL keys, found in the staged files.
+
+    Operations first: an event with an operation no convention defines (a truncate, say) often
+    has no row and so no key, and its operation is what the user has to fix.
+    """
     bad = stats.rows_by_marker.get(INVALID_MARKER, 0)
     if bad:
         shown = preview(invalid_values, limit=5)
@@ -114,6 +116,8 @@ def check_stats(
             f"{bad:,} change row(s) of table {table!r} have operation value(s) {shown}; the row-marker "
             "convention accepts only 0 (insert), 1 (update), 2 (delete) and 4 (upsert)."
         )
+    if stats.null_key_rows:
+        raise null_key_error(stats.null_key_rows, keys=keys, table=table)
 
 
 def null_key_error(rows: int, *, keys: tuple[str, ...], table: str) -> KeyColumnsError:

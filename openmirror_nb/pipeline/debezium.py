@@ -41,7 +41,6 @@ _OPS = ("c", "r", "u", "d")
 _IMAGES = ("before", "after")
 _CORRUPT = "_corrupt_record"  # where spark.read.json puts lines it cannot parse
 _OLD = "_openmirror_old_key"
-_STAND_IN = {"date": "1970-01-01", "timestamp": "1970-01-01 00:00:00", "timestamp_ntz": "1970-01-01 00:00:00"}
 
 
 @dataclass(frozen=True)
@@ -105,12 +104,7 @@ class Feed:
             gone, op = F.col(_OLD) | gone, F.when(F.col(_OLD), F.lit("d")).otherwise(letter)
 
         def key(name: str) -> Column:
-            # An event rejected for its operation keeps a stand-in key, so the push fails naming
-            # the operation rather than a NULL key (a truncate or message event has no row).
-            value = F.when(gone, self.before[name]).otherwise(self.after[name])
-            kind = self.kinds[name]
-            stand_in = F.lit(_STAND_IN.get(kind.typeName(), "0")).cast(kind)
-            return F.when(op.isNull(), F.coalesce(value, stand_in)).otherwise(value)
+            return F.when(gone, self.before[name]).otherwise(self.after[name])
 
         columns = [(key(n) if n in keys else v).alias(n) for n, v in self.after.items()]
         names = tuple(f"{ORDER_PREFIX}{i}" for i in range(len(self.order)))

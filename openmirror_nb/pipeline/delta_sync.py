@@ -75,11 +75,14 @@ class DeltaSource:
             return feed
         import pyarrow as pa
 
-        for version in (after + 1, upto):  # deltalake would make up a feed from file rewrites
-            config = _delta_table(self.uri, version).metadata().configuration
+        # deltalake would make up a feed from file rewrites where none was recorded: check
+        end = _delta_table(self.uri, upto)
+        start = end if after + 1 == upto else _delta_table(self.uri, after + 1)
+        for version, table in ((after + 1, start), (upto, end)):
+            config = table.metadata().configuration
             if str(config.get("delta.enableChangeDataFeed", "false")).lower() != "true":
                 raise ConfigError(f"the change data feed is not enabled at version {version} of {self.uri}")
-        stream = _delta_table(self.uri).load_cdf(starting_version=after + 1, ending_version=upto)
+        stream = end.load_cdf(starting_version=after + 1, ending_version=upto)
         return arrow_to_spark(pa.RecordBatchReader.from_stream(stream).read_all(), spark=self.spark)
 
 

@@ -184,9 +184,10 @@ def _decide(
         or not home.storage.exists(staged.folder)
     ):
         raise _Stale()
-    first = state is None and home.last_sequence_number() == 0
+    last = home.last_sequence_number()
+    first = state is None and last == 0
     parts = stage.list_parts(home.storage, staged.folder, staged.stats, keep_empty=first)
-    start = home.next_sequence_number(floor=state.last_sequence_number if state else 0)
+    start = max(last, state.last_sequence_number if state else 0) + 1
     data_schema = type(shaped.schema)([f for f in shaped.schema.fields if f.name != ROW_MARKER])
     new_state = next_state(
         state,
