@@ -246,7 +246,7 @@ class MirroredDatabase:
             >>> db.describe("sales.orders")
         """
         home = TableFolder.of(self.storage, table)
-        return describe(home, known=self.tables() if not home.has_metadata() else [])
+        return describe(home, known=self.tables)
 
     def tables(self) -> list[str]:
         """The tables of the landing zone (folders holding a ``_metadata.json``), as ``db.push``

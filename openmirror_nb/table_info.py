@@ -141,15 +141,17 @@ class TableInfo:
         )
 
 
-def describe(home: TableFolder, *, known: list[str]) -> TableInfo:
-    """The ``TableInfo`` of one table; ``known`` (the database's tables) feeds the error hint.
+def describe(home: TableFolder, *, known: Callable[[], list[str]]) -> TableInfo:
+    """The ``TableInfo`` of one table; ``known`` lists the database's tables for the error hint
+    (called only when the table is missing).
 
     Raises:
         LandingZoneError: the table has no ``_metadata.json`` in the landing zone.
     """
     meta = home.read_metadata()
     if meta is None:
-        hint = did_you_mean(str(home.ref), known) or (f" Tables: {', '.join(known)}." if known else "")
+        names = known()
+        hint = did_you_mean(str(home.ref), names) or (f" Tables: {', '.join(names)}." if names else "")
         raise LandingZoneError(f"Table {str(home.ref)!r} does not exist in the landing zone.{hint}")
     state = home.read_state()
     keys = state.key_columns if state else meta.key_columns
