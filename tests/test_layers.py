@@ -27,11 +27,12 @@ ALLOWED: dict[str, set[str]] = {
     "mirror": BASE | {"storage", "landing_zone"},
     "fabric": BASE | {"storage", "landing_zone"},
     "table_info": BASE | {"storage", "landing_zone"},
-    "api": BASE | {"storage", "landing_zone", "pipeline", "mirror", "fabric", "table_info"},
+    "status": BASE | {"storage", "landing_zone", "fabric", "mirror"},
+    "api": BASE | {"storage", "landing_zone", "pipeline", "mirror", "fabric", "table_info", "status"},
     "demo": BASE | {"storage", "landing_zone", "mirror", "api"},
-    "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo"},
-    "magics": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets"},
-    "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info"},
+    "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status"},
+    "magics": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets", "status"},
+    "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "status"},
     "__init__": {"errors", "model", "api", "mirror", "pipeline"},
 }
 

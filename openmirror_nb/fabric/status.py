@@ -7,7 +7,7 @@ per table. Both are typed here as frozen dataclasses; unknown status values pass
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from openmirror_nb.fabric.rest import call, fabric_rest_client, pages, resolve_ids
@@ -59,7 +59,7 @@ class TableMirroringStatus:
             status=str(raw.get("status", "")),
             processed_rows=_int(metrics.get("processedRows")),
             processed_bytes=_int(metrics.get("processedBytes")),
-            last_sync=_when(metrics.get("lastSyncDateTime")),
+            last_sync=parse_time(metrics.get("lastSyncDateTime")),
             error=FabricErrorInfo.parse(raw.get("error")),
         )
 
@@ -68,8 +68,8 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def _when(value: Any) -> datetime | None:
-    """ISO 8601 with up to 7 fractional digits (.NET style), which ``fromisoformat`` rejects in 3.11."""
+def parse_time(value: Any) -> datetime | None:
+    """An ISO 8601 with up to 7 fractional digits (.NET style), which ``fromisoformat`` rejects in 3.11."""
     if not value:
         return None
     text = str(value).replace("Z", "+00:00")
@@ -77,7 +77,9 @@ def _when(value: Any) -> datetime | None:
     if dot:
         digits = len(rest) - len(rest.lstrip("0123456789"))
         text = f"{head}.{rest[:digits][:6].ljust(6, '0')}{rest[digits:]}"
-    return datetime.fromisoformat(text)
+    moment = datetime.fromisoformat(text)
+    # The status files write "never" as 0001-01-01T00:00:00, with no zone: all times are UTC.
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _base(workspace: str, item: str, client: Any) -> str:

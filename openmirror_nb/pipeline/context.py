@@ -47,12 +47,7 @@ class StageContext:
 
     def fetch(self, path: str) -> str:
         """A Spark URI for a store folder, downloading it first if Spark cannot read the store."""
-        if self.local_dir is not None:
-            for rel, _ in self.storage.walk_files(path):
-                target = Path(self.local_dir) / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(self.storage.read_bytes(rel))
-        return self.uri(path)
+        return fetch_folder(self.storage, path, local_dir=self.local_dir)
 
     def upload(self, path: str) -> None:
         if self.local_dir is None:
@@ -60,6 +55,18 @@ class StageContext:
         root = Path(self.local_dir)
         files = [p for p in (root / path).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))]
         self.storage.upload_files([(str(p), p.relative_to(root).as_posix()) for p in files])
+
+
+def fetch_folder(storage: Storage, path: str, *, local_dir: str | None) -> str:
+    """A Spark URI for a store folder; with ``local_dir`` (Spark cannot read the store) its files
+    are downloaded there first."""
+    if local_dir is None:
+        return storage.uri(path)
+    for rel, _ in storage.walk_files(path):
+        target = Path(local_dir) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(storage.read_bytes(rel))
+    return (Path(local_dir) / path).as_uri()
 
 
 @dataclass(frozen=True)
