@@ -34,6 +34,7 @@ from openmirror_nb.model import (
 )
 
 if TYPE_CHECKING:
+    from openmirror_nb import widgets
     from openmirror_nb.api import MirroredDatabase, connect
     from openmirror_nb.mirror import LocalMirror
     from openmirror_nb.pipeline.arrow_input import arrow_to_spark
@@ -66,6 +67,7 @@ __all__ = [
     "__version__",
     "arrow_to_spark",
     "connect",
+    "widgets",
 ]
 
 _LAZY = {
@@ -77,7 +79,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    # The API and the mirror pull in pyarrow and deltalake: load them on first use only.
+    # The API and the mirror pull in pyarrow and deltalake, the panels ipywidgets: load them on
+    # first use only.
+    if name == "widgets":
+        return importlib.import_module("openmirror_nb.widgets")
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'openmirror_nb' has no attribute {name!r}")

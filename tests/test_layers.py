@@ -33,7 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status"},
     "magics": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets", "status"},
     "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "status"},
-    "__init__": {"errors", "model", "api", "mirror", "pipeline"},
+    "__init__": {"errors", "model", "api", "mirror", "pipeline", "widgets"},
 }
 
 

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from openmirror_nb.errors import ConfigError, MirrorError
 from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA
@@ -168,14 +169,29 @@ class LocalMirror:
             except Exception:
                 log.exception("Marking the mirror of %s stopped failed", self.root)
 
-    def start(self, *, interval: float = 5.0) -> threading.Thread:
-        """Run ``run(interval=...)`` on a daemon thread (for notebooks); ``stop()`` ends it."""
+    def start(
+        self,
+        *,
+        interval: float = 5.0,
+        on_pass: Callable[[MirrorRun], None] | None = None,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> threading.Thread:
+        """Run ``run(...)`` on a daemon thread (for notebooks); ``stop()`` ends it.
+
+        ``on_pass`` and ``on_error`` are called on that thread after each pass (a monitoring
+        pane refreshes from them); an exception they raise is logged and the loop goes on.
+        """
         if self.is_running:
             raise MirrorError(f"The mirror of {self.root} is already running; call stop() first.")
         self._stop.clear()
         thread = threading.Thread(
             target=self.run,
-            kwargs={"interval": interval, "stop": self._stop},
+            kwargs={
+                "interval": interval,
+                "stop": self._stop,
+                "on_pass": _guarded(on_pass),
+                "on_error": _guarded(on_error),
+            },
             name=f"openmirror-mirror:{self.root.name}",
             daemon=True,
         )
@@ -301,3 +317,18 @@ class LocalMirror:
                 error_code=INTERNAL,
                 error_message=str(exc),
             )
+
+
+def _guarded(callback: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
+    """``callback``, with what it raises logged instead of ending the mirror's loop."""
+    if callback is None:
+        return None
+    hook = callback
+
+    def call(value: Any) -> None:
+        try:
+            hook(value)
+        except Exception:
+            log.exception("A mirror callback failed")
+
+    return call

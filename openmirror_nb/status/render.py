@@ -6,7 +6,7 @@ sparkline. Pure functions of the records: no I/O.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -102,25 +102,29 @@ def badge(health: Health, text: str | None = None) -> str:
     )
 
 
-def table_rows_html(report: StatusReport) -> str:
+def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = None) -> str:
     """The ``<tr>`` rows of the status grid: one per table, plus a row with what to do for a
-    table that is failed, blocked or needs attention."""
+    table that is failed, blocked or needs attention. ``trend`` adds a last cell per table (the
+    pane's sparklines)."""
     out = []
     now = report.taken_at
+    span = 8 if trend is None else 9
     for t in report.tables:
         name = html.escape(t.table)
+        last = "" if trend is None else f"<td>{trend.get(t.table, '')}</td>"
         out.append(
             f"<tr class='om-row' data-table='{name}'><td>{badge(t.health)}</td><td><b>{name}</b></td>"
             f"<td>{html.escape(t.status)}</td><td style='text-align:right'>{len(t.pending)}</td>"
             f"<td style='text-align:right'>{t.processed_files}</td>"
             f"<td>{html.escape(t.failed_file or '')}</td><td style='text-align:right'>{rows_text(t)}</td>"
-            f"<td>{since(t.last_sync, now)}</td><td style='text-align:right'>{ago(t.lag_seconds)}</td></tr>"
+            f"<td>{since(t.last_sync, now)}</td><td style='text-align:right'>{ago(t.lag_seconds)}</td>"
+            f"{last}</tr>"
         )
         if t.health in ("failed", "blocked", "warning"):
             advice = "<br>".join(html.escape(line) for line in t.advice[:4])
             out.append(
                 f"<tr class='om-advice' data-table='{name}'><td></td>"
-                f"<td colspan='8' style='color:{BADGE_COLOURS[t.health]}'>{advice}</td></tr>"
+                f"<td colspan='{span}' style='color:{BADGE_COLOURS[t.health]}'>{advice}</td></tr>"
             )
     return "".join(out)
 
@@ -132,6 +136,12 @@ GRID_HEADER = (
 )
 
 
+def grid_html(report: StatusReport, *, trend: Mapping[str, str] | None = None) -> str:
+    """The status grid as one ``<table>``, with a ``pending over time`` column when ``trend``."""
+    header = GRID_HEADER if trend is None else GRID_HEADER.replace("</tr>", "<th>pending over time</th></tr>")
+    return f"<table class='om-grid'>{header}{table_rows_html(report, trend=trend)}</table>"
+
+
 def as_html(report: StatusReport) -> str:
     extra = ""
     if report.foreign:
@@ -141,7 +151,7 @@ def as_html(report: StatusReport) -> str:
     return (
         f"<div class='om-status'><b>Mirrored database</b> <code>{html.escape(report.target)}</code> "
         f"{badge(report.health, summary_line(report))} <span>{html.escape(replicator_line(report))}</span>"
-        f"<table>{GRID_HEADER}{table_rows_html(report)}</table>{extra}</div>"
+        f"{grid_html(report)}{extra}</div>"
     )
 
 
