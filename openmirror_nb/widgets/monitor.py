@@ -52,6 +52,8 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         >>> om.widgets.MonitorPane(db)
     """
 
+    _built = False  # ipywidgets closes a half-built pane too (its __del__): nothing to stop then
+
     def __init__(
         self,
         db: MirroredDatabase,
@@ -101,6 +103,7 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         self.interval_box.observe(self._on_interval, names="value")
         self.mirror_toggle.observe(self._on_mirror, names="value")
         self.table_picker.observe(self._on_pick, names="value")
+        self._built = True
         _LIVE.add(self)
         self.refresh()
         if auto_refresh:
@@ -151,6 +154,9 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
 
     def close(self) -> None:
         """Stop auto-refresh and the mirror this pane started, then close the widgets."""
+        if not self._built:
+            super().close()
+            return
         self.stop()
         for child in (
             self.header,
