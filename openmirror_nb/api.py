@@ -25,7 +25,8 @@ from openmirror_nb.model import (
     TableOptions,
     TableRef,
 )
-from openmirror_nb.status.records import Reconciliation, StatusReport
+from openmirror_nb.status.records import Reconciliation
+from openmirror_nb.status.report import StatusReport
 from openmirror_nb.storage.credentials import scrub
 from openmirror_nb.table_info import TableInfo, database_html, describe
 from openmirror_nb.target import LocalTarget, Target, parse_target

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 
-from openmirror_nb.errors import OpenMirrorError
+from openmirror_nb.errors import ConfigError, OpenMirrorError
 from openmirror_nb.model import TableOptions
 
 
@@ -49,6 +50,17 @@ def _parser() -> argparse.ArgumentParser:
     drop.add_argument("--table", required=True, help="name or schema.name")
     drop.add_argument("--wait", action="store_true", help="wait until the mirror no longer lists it")
     drop.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
+
+    status = verbs.add_parser("status", help="what is pending, processed, blocked or failed, per table")
+    status.add_argument(
+        "path",
+        nargs="?",
+        default=None,
+        help="mirrored database: folder or OneLake URL (default: ./openmirror-db)",
+    )
+    status.add_argument("--table", default=None, help="one table: name or schema.name")
+    status.add_argument("--json", action="store_true", help="print the report as JSON")
+    status.add_argument("--reconcile", action="store_true", help="also compare row counts (needs Spark)")
     return parser
 
 
@@ -99,11 +111,26 @@ def _drop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _status(args: argparse.Namespace) -> int:
+    """``db.status(table, reconcile=...)``; exit 1 when a table is failed or blocked."""
+    from openmirror_nb.api import connect
+    from openmirror_nb.target import LocalTarget, parse_target
+
+    target = parse_target(args.path)
+    if isinstance(target, LocalTarget) and not target.landing_zone.is_dir():
+        # connect() would create it: a mistyped path in a scheduled job must not read as healthy
+        raise ConfigError(f"No mirrored database at {target.root} (it has no Files/LandingZone).")
+    report = connect(args.path).status(args.table, reconcile=args.reconcile)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else str(report))
+    return 1 if report.needs_attention else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``openmirror`` command; returns the exit code."""
     args = _parser().parse_args(argv)
     try:
-        return {"demo": _demo, "mirror": _mirror, "push": _push, "drop": _drop}[args.verb](args)
+        verbs = {"demo": _demo, "mirror": _mirror, "push": _push, "drop": _drop, "status": _status}
+        return verbs[args.verb](args)
     except OpenMirrorError as exc:
         print(f"openmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -81,3 +81,7 @@ def run_demo(path: str | None, *, rows: int = 10_000) -> Iterator[str]:
     yield f"Local mirror:  {run!r}"
     frame: Any = db.read_table(TABLE, as_pandas=True)
     yield f"Read back {TABLE}: {len(frame):,} rows in Tables/demo/orders"
+    recon = db.reconcile(TABLE)
+    yield f"Row counts:    {recon.verdict}: {recon.message}"
+    yield ""
+    yield from str(db.status()).splitlines()

@@ -56,8 +56,84 @@ def test_cli_demo_publishes_initial_load_and_change_batch(spark, tmp_path, capsy
     assert second.column_names[-1] == "__rowMarker__"
     assert set(second.column("__rowMarker__").to_pylist()) == {0, 2, 4}
     assert "Read back demo.orders: 2,030 rows" in out  # 2000 + 50 inserted - 20 deleted, mirrored
+    assert "Row counts:    match: the mirrored table and the key state agree: 2,030 rows." in out
+    assert "ok       demo.orders  Replicating" in out  # the status report closes the demo
     # a second run pushes a new snapshot of the same table: only the difference is published
     assert main(["demo", str(tmp_path / "db"), "--rows", "2000"]) == 0
     again = capsys.readouterr().out
     assert "Snapshot diff: PushResult(demo.orders: file 3;" in again and "file 4;" in again
     assert "Read back demo.orders:" in again
+
+
+def _database(root, *, broken: bool = False):
+    """A local mirrored database, mirrored once: ``sales.orders`` healthy, and with ``broken`` a
+    table waiting on a gap and one the mirror failed on an empty file."""
+    import openmirror_nb as om
+    from openmirror_nb.landing_zone import TableFolder
+    from tests.test_table_scan import parquet, push, seq
+
+    db = om.connect(root)
+    push(TableFolder.of(db.storage, "sales.orders"), [parquet(1, 2)], push_id="p1")
+    if broken:
+        gap = TableFolder.of(db.storage, "gap")
+        push(gap, [parquet(1)], push_id="p2")
+        db.storage.write_bytes(f"{gap.folder}/{seq(3)}", parquet(3))
+        push(TableFolder.of(db.storage, "bad"), [parquet(1), b""], push_id="p3")
+    om.LocalMirror(root).run_once()
+    return root
+
+
+def test_cli_status_of_a_healthy_database_exits_0(tmp_path, capsys, monkeypatch):
+    root = _database(tmp_path / "openmirror-db")
+    assert main(["status", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Mirrored database {root} (replicator Running")
+    assert "  ok       sales.orders  Replicating  1 processed, 2 rows" in out
+    monkeypatch.chdir(tmp_path)  # no PATH: ./openmirror-db
+    assert main(["status"]) == 0 and "sales.orders" in capsys.readouterr().out
+
+
+def test_cli_status_exits_1_and_names_a_failed_or_blocked_table_and_why(tmp_path, capsys):
+    root = _database(tmp_path / "db", broken=True)
+    assert main(["status", str(root)]) == 1
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    bad = next(line for line in lines if line.startswith("  failed   bad "))
+    assert "file 00000000000000000002.parquet is empty (0 bytes)" in bad
+    gap = next(line for line in lines if line.startswith("  blocked  gap "))
+    assert gap.endswith(
+        "file 00000000000000000002.parquet is missing: file 3 waits for it; publish 2 or reseed the table."
+    )
+    # one healthy table asked for alone: nothing to alert on
+    assert main(["status", str(root), "--table", "sales.orders"]) == 0
+    assert "gap" not in capsys.readouterr().out
+
+
+def test_cli_status_json(tmp_path, capsys):
+    root = _database(tmp_path / "db", broken=True)
+    assert main(["status", str(root), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["health"] == "failed" and doc["target"] == str(root)
+    assert [(t["table"], t["health"]) for t in doc["tables"]] == [
+        ("bad", "failed"),
+        ("gap", "blocked"),
+        ("sales.orders", "ok"),
+    ]
+    assert doc["tables"][0]["failed_file"] == "00000000000000000002.parquet"
+    assert doc["tables"][1]["pending"] == ["00000000000000000003.parquet"]
+
+
+def test_cli_status_of_an_unknown_table_exits_2_with_the_error_on_stderr(tmp_path, capsys):
+    root = _database(tmp_path / "db")
+    assert main(["status", str(root), "--table", "no.such"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("openmirror: LandingZoneError: Table 'no.such' is not in the landing zone")
+    assert "sales.orders" in captured.err and captured.err.count("\n") == 1
+
+
+def test_cli_status_of_a_missing_database_exits_2_and_creates_nothing(tmp_path, capsys):
+    assert main(["status", str(tmp_path / "typo")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"openmirror: ConfigError: No mirrored database at {tmp_path / 'typo'}")
+    assert not (tmp_path / "typo").exists()

@@ -12,9 +12,9 @@ from openmirror_nb.status.records import (
     Health,
     Reconciliation,
     ReplicatorStatus,
-    StatusReport,
     TableStatus,
 )
+from openmirror_nb.status.report import StatusReport
 
 __all__ = [
     "COLUMNS",

@@ -20,27 +20,24 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from openmirror_nb.errors import LandingZoneError, OpenMirrorError, did_you_mean
-from openmirror_nb.fabric.monitoring import read_monitoring_files
-from openmirror_nb.fabric.status import MirroringStatus, TableMirroringStatus, parse_time
+from openmirror_nb.fabric.status import MirroringStatus, TableMirroringStatus
 from openmirror_nb.landing_zone.discovery import TableLocation, discover_tables
 from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA, data_file_name, is_ignored
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.landing_zone.table_scan import DataFileInfo, TableScan, scan
 from openmirror_nb.mirror.progress import Applied
 from openmirror_nb.model import TableRef
+from openmirror_nb.status.mirror_view import MirrorView, mirror_key, read_mirror_view
 from openmirror_nb.status.records import (
     NOT_LISTED,
     STOPPING,
     Health,
-    ReplicatorStatus,
-    StatusReport,
     TableStatus,
 )
+from openmirror_nb.status.report import StatusReport
 from openmirror_nb.storage.base import Storage
-from openmirror_nb.storage.credentials import scrub
 
 _SEQUENCE = re.compile(r"SequenceNumber:\s*(\d+)")
 _FILE = re.compile(r"FileName:\s*([^\s,]+)")
@@ -59,19 +56,6 @@ class Sources:
     mirrored_rows: Callable[[TableRef], int | None] | None = None
 
 
-@dataclass(frozen=True)
-class _Mirror:
-    """What the mirror says about one table, from the status files or the REST API."""
-
-    schema: str
-    name: str
-    status: str
-    error_code: str = ""
-    error: str = ""
-    processed_rows: int | None = None
-    last_sync: datetime | None = None
-
-
 def build_report(
     target: str, sources: Sources, *, table: str | None = None, now: datetime | None = None
 ) -> StatusReport:
@@ -83,17 +67,23 @@ def build_report(
     """
     moment = now or datetime.now(UTC)
     notes: list[str] = []
-    replicator, listed = _mirror_view(sources, notes, moment)
+    replicator, listed = read_mirror_view(
+        sources.files,
+        rest_database=sources.rest_database,
+        rest_tables=sources.rest_tables,
+        notes=notes,
+        now=moment,
+    )
     locations = discover_tables(sources.landing_zone)
     if table is not None:
-        locations, listed = _only(TableRef.parse(table), locations, listed)
+        locations, listed = _only(TableRef.parse(table), locations, listed, sources.landing_zone)
     applied = _applied(sources, notes)
     empty = _empty_folders(sources.landing_zone, locations)
     for loc in locations:
         if loc.folder in empty:  # the local mirror lists an empty folder too: it is still no table
-            listed.pop(_key(loc.schema, loc.name), None)
+            listed.pop(mirror_key(loc.schema, loc.name), None)
     statuses = [
-        _table(loc, sources, listed.pop(_key(loc.schema, loc.name), None), applied.get(loc.folder), moment)
+        _table(loc, sources, listed.pop(mirror_key(loc.schema, loc.name), None), applied, moment)
         for loc in locations
         if loc.folder not in empty
     ]
@@ -109,18 +99,15 @@ def build_report(
     )
 
 
-def _key(schema: str | None, name: str) -> tuple[str, str]:
-    # The service compares names case-insensitively; a table at the root is in dbo.
-    return ((schema or DEFAULT_SCHEMA).casefold(), name.casefold())
-
-
 def _only(
-    ref: TableRef, locations: list[TableLocation], listed: dict[tuple[str, str], _Mirror]
-) -> tuple[list[TableLocation], dict[tuple[str, str], _Mirror]]:
-    want = _key(ref.schema, ref.name)
-    mine = [loc for loc in locations if _key(loc.schema, loc.name) == want]
-    if not mine and want not in listed:
-        names = [str(loc.ref) for loc in locations]
+    ref: TableRef, locations: list[TableLocation], listed: dict[tuple[str, str], MirrorView], storage: Storage
+) -> tuple[list[TableLocation], dict[tuple[str, str], MirrorView]]:
+    want = mirror_key(ref.schema, ref.name)
+    mine = [loc for loc in locations if mirror_key(loc.schema, loc.name) == want]
+    # An empty folder is no table, even though the local mirror lists it (as Initialized).
+    if len(_empty_folders(storage, mine)) == len(mine) and (mine or want not in listed):
+        empty = _empty_folders(storage, locations)
+        names = [str(loc.ref) for loc in locations if loc.folder not in empty]
         hint = did_you_mean(str(ref), names) or (
             f" Tables: {', '.join(names)}." if names else " It has no tables."
         )
@@ -128,86 +115,6 @@ def _only(
             f"Table {str(ref)!r} is not in the landing zone nor listed by the mirror.{hint}"
         )
     return mine, {k: v for k, v in listed.items() if k == want}
-
-
-def _mirror_view(
-    sources: Sources, notes: list[str], now: datetime
-) -> tuple[ReplicatorStatus, dict[tuple[str, str], _Mirror]]:
-    """The replicator and the tables the mirror lists: REST first (Fabric), else the files."""
-    if sources.rest_tables is not None and sources.rest_database is not None:
-        try:
-            database, tables = sources.rest_database(), sources.rest_tables()
-        except Exception as exc:  # sempy and azure raise their own types: any failure degrades
-            notes.append(
-                f"The Fabric REST status could not be read ({_one_line(exc)}); showing the landing "
-                "zone and Files/Monitoring only."
-            )
-        else:
-            error = database.error
-            replicator = ReplicatorStatus(
-                database.status,
-                error_code=error.error_code if error else "",
-                error=error.message if error else "",
-                source="getMirroringStatus",
-            )
-            return replicator, {
-                _key(t.source_schema_name, t.source_table_name): _from_rest(t) for t in tables
-            }
-    try:
-        doc, entries = read_monitoring_files(sources.files)
-    except OpenMirrorError as exc:
-        notes.append(f"Files/Monitoring could not be read: {exc} Showing the landing zone only.")
-        return ReplicatorStatus("Unknown", source="Files/Monitoring/replicator.json"), {}
-    beat = _time(doc.get("lastHeartbeatTime"))
-    beat = None if beat is None or beat.year < 2 else beat  # 0001-01-01: never
-    replicator = ReplicatorStatus(
-        str(doc.get("status") or "NotStarted"),
-        heartbeat=beat,
-        heartbeat_age=(now - beat).total_seconds() if beat else None,
-        error_code=str(doc.get("errorCode") or ""),
-        error=str(doc.get("errorMessage") or ""),
-        source="Files/Monitoring/replicator.json",
-    )
-    listed = {}
-    for entry in entries:
-        mirror = _from_file(entry)
-        listed[_key(mirror.schema, mirror.name)] = mirror
-    return replicator, listed
-
-
-def _from_rest(t: TableMirroringStatus) -> _Mirror:
-    return _Mirror(
-        t.source_schema_name or DEFAULT_SCHEMA,
-        t.source_table_name,
-        t.status,
-        t.error.error_code if t.error else "",
-        t.error.message if t.error else "",
-        t.processed_rows,
-        t.last_sync,
-    )
-
-
-def _from_file(entry: dict[str, Any]) -> _Mirror:
-    metrics = entry.get("metrics") or {}
-    sync = _time(metrics.get("lastSyncTimeUtc"))
-    rows = metrics.get("processedRowCount")
-    return _Mirror(
-        str(entry.get("sourceSchemaName") or DEFAULT_SCHEMA),
-        str(entry.get("sourceTableName") or ""),
-        str(entry.get("status") or ""),
-        str(entry.get("errorCode") or ""),
-        str(entry.get("errorMessage") or ""),
-        int(rows) if isinstance(rows, int | float) else None,
-        None if sync is None or sync.year < 2 else sync,
-    )
-
-
-def _time(value: Any) -> datetime | None:
-    """A time from a status file; one that does not parse is unknown rather than an error."""
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
 
 
 def _applied(sources: Sources, notes: list[str]) -> dict[str, Applied]:
@@ -221,9 +128,13 @@ def _applied(sources: Sources, notes: list[str]) -> dict[str, Applied]:
 
 
 def _table(
-    loc: TableLocation, sources: Sources, mirror: _Mirror | None, applied: Applied | None, now: datetime
+    loc: TableLocation,
+    sources: Sources,
+    mirror: MirrorView | None,
+    progress: dict[str, Applied],
+    now: datetime,
 ) -> TableStatus:
-    ref, notes = loc.ref, []
+    ref, notes, applied = loc.ref, [], progress.get(loc.folder)
     failed = mirror is not None and mirror.status == "Failed"
     failed_seq = _failed_sequence(mirror) if failed else None
     through = applied.last_sequence if applied else (failed_seq - 1 if failed_seq else None)
@@ -270,13 +181,13 @@ def _table(
     )
 
 
-def _failed_sequence(mirror: _Mirror | None) -> int | None:
+def _failed_sequence(mirror: MirrorView | None) -> int | None:
     found = _SEQUENCE.search(mirror.error) if mirror else None
     return int(found.group(1)) if found else None
 
 
 def _still_pending(
-    found: TableScan, mirror: _Mirror | None, applied: Applied | None, *, failed: bool
+    found: TableScan, mirror: MirrorView | None, applied: Applied | None, *, failed: bool
 ) -> tuple[tuple[DataFileInfo, ...], int]:
     """The pending files, and how many of the scan's pending ones turned out processed."""
     pending = list(found.pending)
@@ -297,12 +208,10 @@ def _still_pending(
         if f.sequence != (done or 0) + count + 1 or f.mtime > synced or f.size == 0:
             break
         count += 1
-    if not done and count and pending[0].sequence != 1:
-        count = 0  # files before the first one are missing: nothing is proven
     return tuple(pending[count:]), count
 
 
-def _health(found: TableScan, mirror: _Mirror | None, pending: tuple[DataFileInfo, ...]) -> Health:
+def _health(found: TableScan, mirror: MirrorView | None, pending: tuple[DataFileInfo, ...]) -> Health:
     if mirror is not None and mirror.status == "Failed":
         return "failed"
     if any(b.kind in STOPPING for b in found.blockers):
@@ -320,7 +229,7 @@ def _lag(pending: tuple[DataFileInfo, ...], now: datetime, *, listed: bool) -> f
     return 0.0 if listed else None
 
 
-def _gone(mirror: _Mirror) -> TableStatus:
+def _gone(mirror: MirrorView) -> TableStatus:
     """A table the mirror lists whose folder is gone: dropped, and the mirror not caught up yet."""
     name = mirror.name if mirror.schema == DEFAULT_SCHEMA else f"{mirror.schema}.{mirror.name}"
     return TableStatus(
@@ -358,8 +267,3 @@ def _foreign(storage: Storage, empty: set[str]) -> list[str]:
         for folder in sorted(empty)
     ]
     return found
-
-
-def _one_line(exc: BaseException) -> str:
-    text = scrub(" ".join(str(exc).split())) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."

@@ -14,7 +14,8 @@ from typing import Any
 
 from openmirror_nb.errors import OpenMirrorError, StorageError
 from openmirror_nb.model import TableRef
-from openmirror_nb.status.records import NOT_LISTED, Reconciliation, StatusReport
+from openmirror_nb.status.records import NOT_LISTED, Reconciliation
+from openmirror_nb.status.report import StatusReport
 from openmirror_nb.storage.credentials import scrub
 
 

@@ -7,7 +7,7 @@ HTML) and by the ``MonitorPane``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -15,7 +15,7 @@ from openmirror_nb.landing_zone.blockers import Blocker
 from openmirror_nb.landing_zone.table_scan import DataFileInfo
 
 if TYPE_CHECKING:
-    import pandas as pd
+    pass
 
 # The badge of a table, worst first: the mirror failed it; something stops it (a gap, an empty
 # file, ...); something needs tidying but does not stop it; files wait; all replicated; the mirror
@@ -197,62 +197,3 @@ class ReplicatorStatus:
     error_code: str = ""
     error: str = ""
     source: str = ""
-
-
-@dataclass(frozen=True)
-class StatusReport:
-    """The status of a mirrored database (or one table of it), taken at ``taken_at``.
-
-    ``tables`` has one ``TableStatus`` per table folder (and per table the mirror still lists
-    after its folder was deleted); ``foreign`` names landing-zone items that are not tables;
-    ``notes`` says which source could not be read and what the report shows instead.
-    """
-
-    target: str
-    taken_at: datetime
-    replicator: ReplicatorStatus
-    tables: tuple[TableStatus, ...]
-    foreign: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
-
-    def __getitem__(self, table: str) -> TableStatus:
-        for status in self.tables:
-            if status.table == table or status.table.casefold() == table.casefold():
-                return status
-        raise KeyError(table)
-
-    @property
-    def health(self) -> Health:
-        """The worst badge of all tables (``ok`` for a database without tables)."""
-        found = {t.health for t in self.tables}
-        return next((h for h in HEALTH_ORDER if h in found), "ok")
-
-    @property
-    def needs_attention(self) -> tuple[TableStatus, ...]:
-        """The tables that are failed or blocked (what a scheduled job alerts on)."""
-        return tuple(t for t in self.tables if t.health in ("failed", "blocked"))
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per table with the columns of ``COLUMNS``."""
-        import pandas as pd
-
-        frame = pd.DataFrame([t.row() for t in self.tables], columns=list(COLUMNS))
-        # nullable integers: an unknown count stays <NA> instead of turning the column to floats
-        counts = ["last_sequence", "processed_rows", "mirrored_rows", "state_rows", "source_rows"]
-        return frame.astype({c: "Int64" for c in counts})
-
-    def to_dict(self) -> dict[str, object]:
-        """The report as JSON-ready values (``openmirror status --json``)."""
-        from openmirror_nb.status.render import as_json
-
-        return as_json(self)
-
-    def __repr__(self) -> str:
-        from openmirror_nb.status.render import as_text
-
-        return as_text(self)
-
-    def _repr_html_(self) -> str:
-        from openmirror_nb.status.render import as_html
-
-        return as_html(self)

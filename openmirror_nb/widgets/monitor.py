@@ -25,13 +25,14 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from openmirror_nb.errors import ConfigError, OpenMirrorError
-from openmirror_nb.status.render import badge, grid_html, replicator_line, sparkline_svg, summary_line
+from openmirror_nb.status.render import badge, sparkline_svg
 from openmirror_nb.status.render import table_detail_html as detail_html
+from openmirror_nb.status.report import grid_html, replicator_line, summary_line
 
 if TYPE_CHECKING:
     from openmirror_nb.api import MirroredDatabase
     from openmirror_nb.mirror import LocalMirror
-    from openmirror_nb.status.records import StatusReport
+    from openmirror_nb.status.report import StatusReport
 
 HISTORY = 60  # refreshes kept per table for the sparkline
 _LIVE: weakref.WeakSet[MonitorPane] = weakref.WeakSet()
