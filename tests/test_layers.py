@@ -31,7 +31,8 @@ ALLOWED: dict[str, set[str]] = {
     "api": BASE | {"storage", "landing_zone", "pipeline", "mirror", "fabric", "table_info", "status"},
     "demo": BASE | {"storage", "landing_zone", "mirror", "api"},
     "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status"},
-    "magics": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets", "status"},
+    "magics": BASE
+    | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets", "status"},
     "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "status"},
     "__init__": {"errors", "model", "api", "mirror", "pipeline", "widgets"},
 }

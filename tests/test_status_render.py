@@ -245,4 +245,4 @@ def test_sparkline_points_span_the_width_and_scale_to_the_largest_value():
     flat = re.search(r"points='([^']*)'", sparkline_svg([0, 0, 0, 0], width=30, height=10))
     assert flat is not None and flat.group(1) == "0.0,9.0 10.0,9.0 20.0,9.0 30.0,9.0"  # no division by zero
     one = re.search(r"points='([^']*)'", sparkline_svg([3]))
-    assert one is not None and one.group(1) == "0.0,1.0"
+    assert one is not None and one.group(1) == "0.0,1.0 90.0,1.0"  # one reading: a visible flat line

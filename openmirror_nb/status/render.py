@@ -76,7 +76,8 @@ def table_detail_html(t: TableStatus, now: datetime) -> str:
     if t.reconciliation is not None:
         facts.append(("row counts", t.reconciliation.message))
     cells = "".join(
-        f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+        f"<tr><th style='text-align:left;white-space:nowrap;padding-right:1em'>{html.escape(k)}</th>"
+        f"<td>{html.escape(v)}</td></tr>"
         for k, v in facts
     )
     files = "".join(
@@ -98,6 +99,8 @@ def sparkline_svg(values: Sequence[int], *, width: int = 90, height: int = 18) -
     """An inline SVG polyline of ``values`` (pending files over time); empty for no values."""
     if not values:
         return ""
+    if len(values) == 1:
+        values = [values[0], values[0]]  # one reading: a flat line, not an invisible point
     top = max(max(values), 1)
     step = width / max(len(values) - 1, 1)
     points = " ".join(

@@ -150,7 +150,7 @@ GRID_HEADER = (
 def grid_html(report: StatusReport, *, trend: Mapping[str, str] | None = None) -> str:
     """The status grid as one ``<table>``, with a ``pending over time`` column when ``trend``."""
     header = GRID_HEADER if trend is None else GRID_HEADER.replace("</tr>", "<th>pending over time</th></tr>")
-    return f"<table class='om-grid'>{header}{table_rows_html(report, trend=trend)}</table>"
+    return f"<table class='om-grid' cellpadding='3'>{header}{table_rows_html(report, trend=trend)}</table>"
 
 
 def as_html(report: StatusReport) -> str:

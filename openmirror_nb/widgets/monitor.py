@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as w
 
 from openmirror_nb.errors import ConfigError, OpenMirrorError
+from openmirror_nb.status.records import HEALTH_ORDER
 from openmirror_nb.status.render import badge, sparkline_svg
 from openmirror_nb.status.render import table_detail_html as detail_html
 from openmirror_nb.status.report import grid_html, replicator_line, summary_line
@@ -257,7 +258,8 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
             self.grid.value = grid_html(report, trend=trend) + notes
             names = [t.table for t in report.tables]
             keep = self.table_picker.value if self.table_picker.value in names else None
-            worst = next((t.table for t in report.tables if t.health in ("failed", "blocked")), None)
+            ranked = sorted(report.tables, key=lambda t: HEALTH_ORDER.index(t.health))
+            worst = ranked[0].table if ranked and ranked[0].health in ("failed", "blocked") else None
             self.table_picker.options = names
             self.table_picker.value = keep or worst or (names[0] if names else None)
         finally:

@@ -1,0 +1,100 @@
+"""The monitoring pane in a real JupyterLab and Chromium: ``widgets/monitor.ipynb`` runs, then a
+user's clicks go through the widget comms to the kernel and back.
+
+The gallery builds a local database with an ok, a pending, a blocked (gap) and a failed
+(zero-byte file) table. The test then changes that database from outside, as another process
+would, and watches the pane follow: Refresh, auto-refresh, the local mirror's switch (the
+pending table turns green after a pass) and a table made to fail while the mirror runs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playwright.sync_api import expect
+
+from tests.ui.lab import copy_notebook, open_notebook, run_all_cells, screenshot, widget
+
+WAIT = 90_000  # ms: a guard for what happens after a click (a mirror pass, a refresh)
+
+
+def row(panel, table: str):
+    return panel.locator(f"tr.om-row[data-table='{table}']")
+
+
+def test_monitor_pane_in_the_browser(lab, page):
+    path = copy_notebook(lab, "widgets/monitor.ipynb")
+    open_notebook(page, lab, path)
+    run_all_cells(page, timeout=300_000)
+    panel = widget(page, "openmirror-monitor").first
+
+    # the grid: every table with the badge of its state, the fix under a problem, a sparkline each
+    for table, health in [
+        ("sales.healthy", "ok"),
+        ("sales.pending", "pending"),
+        ("sales.blocked", "blocked"),
+        ("sales.failed", "failed"),
+    ]:
+        expect(row(panel, table).locator(f".om-badge-{health}")).to_be_visible()
+    expect(panel.locator("tr.om-advice[data-table='sales.failed']")).to_contain_text(
+        "00000000000000000002.parquet is empty (0 bytes)"
+    )
+    expect(panel.locator("tr.om-advice[data-table='sales.blocked']")).to_contain_text(
+        "file 00000000000000000002.parquet is missing: file 3 waits for it; publish 2 or reseed the table."
+    )
+    expect(panel.locator("svg.om-spark")).to_have_count(4)
+    # the detail view opens on the worst table: the failed one, with its file and reason
+    detail = panel.locator(".om-detail")
+    expect(detail).to_have_attribute("data-table", "sales.failed")
+    expect(detail).to_contain_text("the mirror failed: file 00000000000000000002.parquet is empty")
+    expect(widget(page, "openmirror-monitor").nth(1)).to_contain_text("No tables yet.")
+    screenshot(page, "monitor_gallery", target=panel)
+
+    root = Path(panel.locator(".widget-html code").first.inner_text())
+    landing_zone = root / "Files" / "LandingZone"
+    assert landing_zone.is_dir(), root
+
+    # Refresh: something another process did shows after a click
+    (landing_zone / "notes.txt").write_text("not a table")
+    page_button(panel, "Refresh").click()
+    expect(panel).to_contain_text("notes.txt: a file at the landing-zone root, not a table")
+
+    # auto-refresh (every 2 s in the gallery): the next change shows with no click
+    page_button(panel, "Auto-refresh").click()
+    expect(panel.locator(".widget-html").last).to_contain_text("Auto-refresh every 2 s")
+    (landing_zone / "later.txt").write_text("not a table either")
+    expect(panel).to_contain_text("later.txt: a file at the landing-zone root", timeout=WAIT)
+    page_button(panel, "Auto-refresh").click()
+    expect(panel.locator(".widget-html").last).to_contain_text("Auto-refresh off")
+
+    # the local mirror's switch: its pass applies the pending snapshot and the pane follows
+    expect(row(panel, "sales.pending").locator("td").nth(3)).to_have_text("1")
+    page_button(panel, "Run local mirror").click()
+    expect(row(panel, "sales.pending").locator(".om-badge-ok")).to_be_visible(timeout=WAIT)
+    expect(row(panel, "sales.pending").locator("td").nth(3)).to_have_text("0")
+    expect(
+        row(panel, "sales.failed").locator(".om-badge-failed")
+    ).to_be_visible()  # only a publisher fixes it
+    screenshot(page, "monitor_after_mirror_pass", target=panel)
+
+    # a table made to fail while the mirror runs: an empty file where its next file goes
+    (landing_zone / "sales.schema" / "healthy" / "00000000000000000002.parquet").write_bytes(b"")
+    expect(row(panel, "sales.healthy").locator(".om-badge-failed")).to_be_visible(timeout=WAIT)
+    expect(panel.locator("tr.om-advice[data-table='sales.healthy']")).to_contain_text(
+        "00000000000000000002.parquet is empty (0 bytes)"
+    )
+    expect(row(panel, "sales.healthy")).to_contain_text("00000000000000000002.parquet")  # failed file
+    page_button(panel, "Run local mirror").click()
+    expect(panel.locator(".widget-html").last).to_contain_text("Refreshed", timeout=WAIT)
+
+    # the detail view follows the picker
+    panel.locator("select").select_option("sales.pending")
+    expect(detail).to_have_attribute("data-table", "sales.pending")
+    expect(detail).to_contain_text("No pending files.")
+    screenshot(page, "monitor_failed_live", target=panel)
+
+
+def page_button(panel, label: str):
+    # ipywidgets renders Button and ToggleButton as <button> holding an icon and the description
+    return panel.locator("button", has_text=re.compile(rf"^\s*{re.escape(label)}\s*$"))
