@@ -25,6 +25,7 @@ from openmirror_nb.model import (
     TableOptions,
     TableRef,
 )
+from openmirror_nb.progress import Progress
 from openmirror_nb.status.records import Reconciliation
 from openmirror_nb.status.report import StatusReport
 from openmirror_nb.storage.credentials import scrub
@@ -85,6 +86,7 @@ class MirroredDatabase:
         update_marker: Literal[1, 4] = 4,
         compact: bool = False,
         strict_delete: bool = False,
+        progress: Progress = None,
     ) -> PushResult:
         """Publish a Spark DataFrame to a table of the landing zone.
 
@@ -116,6 +118,10 @@ class MirroredDatabase:
             compact: Keep only each key's net change of a change feed.
             strict_delete: ``sys_op`` only: refuse the batch unless every delete carries exactly
                 the current row (checked against the table's key state).
+            progress: Called with each ``openmirror_nb.progress`` event (validating, staging with
+                Spark's stage and task counts, waiting for the lock, publishing file i of n,
+                committing, finished / failed / cancelled). Default: a progress bar in a notebook,
+                text lines in a terminal IPython, nothing in scripts; ``False``: nothing.
 
         Returns:
             PushResult: sequence numbers, rows per marker, bytes and seconds.
@@ -125,6 +131,8 @@ class MirroredDatabase:
             InvalidNameError: a reserved or invalid table, schema or column name.
             ChangeFeedError: operation values outside the convention.
             SchemaChangeError: a column changed type since the last push.
+            PushCancelledError: interrupted (KeyboardInterrupt, the notebook's stop button):
+                before the push was decided nothing is published; after, it finished first.
 
         Example:
             >>> db = om.connect()
@@ -149,7 +157,9 @@ class MirroredDatabase:
             compact=compact,
             strict_delete=strict_delete,
         )
-        return run_push(self.storage, df, request)
+        from openmirror_nb.progress import resolve
+
+        return run_push(self.storage, df, request, resolve(progress))
 
     def sync_delta(
         self, source: str, *, table: str, keys: Sequence[str] | None = None, compact: bool = False

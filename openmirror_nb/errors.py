@@ -47,6 +47,15 @@ class MirrorWaitTimeoutError(OpenMirrorError):
     """The mirror did not reach the state waited for (table gone, table back) within the timeout."""
 
 
+class PushCancelledError(OpenMirrorError):
+    """A push was interrupted: before it was decided (nothing published, ``decided`` false) or
+    after (it finished publishing first, ``decided`` true)."""
+
+    def __init__(self, message: str, *, decided: bool) -> None:
+        super().__init__(message)
+        self.decided = decided
+
+
 class LandingZoneError(OpenMirrorError):
     """The landing zone is not in a state this push can build on."""
 

@@ -14,13 +14,14 @@ from pathlib import Path
 import openmirror_nb
 
 PACKAGE = Path(openmirror_nb.__file__).parent
-BASE = {"errors", "model", "target", "runtime"}
+BASE = {"errors", "model", "target", "runtime", "progress"}
 # What each part of the package may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "model": {"errors"},
     "target": {"errors"},
     "runtime": {"errors"},
+    "progress": {"errors", "model"},
     "storage": BASE,
     "landing_zone": BASE | {"storage"},
     "pipeline": BASE | {"storage", "landing_zone"},

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from openmirror_nb.errors import LandingZoneError, PathExistsError
@@ -29,11 +30,21 @@ def crash_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def publish(home: TableFolder, journal: Journal) -> Journal:
-    """Record the push, then carry it out. Returns the journal as executed."""
+def publish(
+    home: TableFolder,
+    journal: Journal,
+    *,
+    on_file: Callable[[int, int, str], None] | None = None,
+    on_commit: Callable[[], None] | None = None,
+) -> Journal:
+    """Record the push, then carry it out. Returns the journal as executed.
+
+    ``on_file(i, n, path)`` is called after file ``i`` of ``n`` is published, ``on_commit()``
+    before the state is committed (a push's progress display).
+    """
     home.write_journal(journal)
     crash_point("after_journal")
-    return roll_forward(home, journal, recovering=False)
+    return roll_forward(home, journal, recovering=False, on_file=on_file, on_commit=on_commit)
 
 
 def _same_bytes(storage: Storage, a: str, b: str) -> bool:
@@ -86,7 +97,13 @@ def _place(storage: Storage, journal: Journal, entry: JournalEntry, *, recoverin
 
 
 def roll_forward(
-    home: TableFolder, journal: Journal, *, recovering: bool, path: str | None = None
+    home: TableFolder,
+    journal: Journal,
+    *,
+    recovering: bool,
+    path: str | None = None,
+    on_file: Callable[[int, int, str], None] | None = None,
+    on_commit: Callable[[], None] | None = None,
 ) -> Journal:
     """Create the metadata, rename every staged part to its number in order, commit the state.
 
@@ -116,8 +133,12 @@ def roll_forward(
             storage.write_bytes(path, journal.to_bytes(), overwrite=True)
             continue
         i += 1
+        if on_file is not None:
+            on_file(i, len(entries), journal.final(entries[i - 1]))
         if i < len(entries):
             crash_point("between_renames")
+    if on_commit is not None:
+        on_commit()
     crash_point("before_state_commit")
     state = journal.state
     if entries:

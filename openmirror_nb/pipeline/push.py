@@ -15,9 +15,10 @@ import shutil
 import tempfile
 import time
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-from openmirror_nb.errors import LandingZoneError
+from openmirror_nb.errors import LandingZoneError, PushCancelledError
 from openmirror_nb.landing_zone.journal import Journal, JournalEntry
 from openmirror_nb.landing_zone.lifecycle import settle
 from openmirror_nb.landing_zone.metadata import metadata_bytes, partner_events_bytes
@@ -34,7 +35,21 @@ from openmirror_nb.model import (
 from openmirror_nb.pipeline import checks, context, flows, stage
 from openmirror_nb.pipeline.changes import to_marker
 from openmirror_nb.pipeline.normalize import normalize
+from openmirror_nb.pipeline.push_progress import hold_interrupts, spark_stages
 from openmirror_nb.pipeline.request import PushRequest, compression_for, invalid_ops, shape
+from openmirror_nb.progress import (
+    Cancelled,
+    Committing,
+    Finished,
+    ProgressCallback,
+    ProgressEvent,
+    Publishing,
+    PushFailed,
+    Staging,
+    Validating,
+    WaitingForLock,
+    emit,
+)
 from openmirror_nb.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -47,21 +62,57 @@ class _Stale(Exception):
     """The table changed under us while we staged (its folder was deleted by hand): stage again."""
 
 
-def run_push(storage: Storage, df: DataFrame, request: PushRequest) -> PushResult:
-    """Push one DataFrame to one table (see ``MirroredDatabase.push``)."""
+def run_push(
+    storage: Storage, df: DataFrame, request: PushRequest, progress: ProgressCallback | None = None
+) -> PushResult:
+    """Push one DataFrame to one table (see ``MirroredDatabase.push``), telling ``progress``."""
     started = time.monotonic()
+    table = str(request.table)
+
+    def say(kind: type[ProgressEvent], **fields: Any) -> ProgressEvent:
+        return kind(table, time.monotonic() - started, **fields)
+
+    emit(progress, say(Validating))
     home = TableFolder(storage, request.table)
-    with home.lock(timeout=request.lock_timeout):
-        removed = settle(home).removed
-        try:
-            result = _attempt(home, df, request, started=started)
-        except _Stale:
-            removed += settle(home).removed
-            result = _attempt(home, df, request, started=started)
-    return dataclasses.replace(result, removed=removed)
+    try:
+        held = home.lock_status()
+        if held.held:
+            emit(progress, say(WaitingForLock, holder=held.holder, since=held.since))
+        with home.lock(timeout=request.lock_timeout):
+            removed = settle(home).removed
+            try:
+                result = _attempt(home, df, request, started=started, say=say, progress=progress)
+            except _Stale:
+                removed += settle(home).removed
+                result = _attempt(home, df, request, started=started, say=say, progress=progress)
+    except PushCancelledError as exc:
+        emit(progress, say(Cancelled, decided=exc.decided))
+        raise
+    except KeyboardInterrupt:
+        # before the decision (the only place an interrupt gets through): nothing was published
+        emit(progress, say(Cancelled, decided=False))
+        raise PushCancelledError(
+            f"Push to {table} cancelled before it was decided: nothing was published, the landing "
+            "zone is unchanged.",
+            decided=False,
+        ) from None
+    except BaseException as exc:
+        emit(progress, say(PushFailed, error=" ".join(str(exc).split()) or type(exc).__name__))
+        raise
+    result = dataclasses.replace(result, removed=removed)
+    emit(progress, say(Finished, result=result))
+    return result
 
 
-def _attempt(home: TableFolder, df: DataFrame, request: PushRequest, *, started: float) -> PushResult:
+def _attempt(
+    home: TableFolder,
+    df: DataFrame,
+    request: PushRequest,
+    *,
+    started: float,
+    say: Callable[..., ProgressEvent],
+    progress: ProgressCallback | None,
+) -> PushResult:
     storage, name = home.storage, str(request.table)
     meta = home.read_metadata()
     options = checks.resolve_options(request.table_options, meta, name)
@@ -88,13 +139,29 @@ def _attempt(home: TableFolder, df: DataFrame, request: PushRequest, *, started:
     fresh = [p for p in _parents(home) if not storage.exists(p)]
     journaled = False
     try:
-        staged = _stage(ctx, df, shaped, request, state)
+        emit(progress, say(Staging))
+        with spark_stages(ctx.spark.sparkContext, group=f"openmirror-{push_id}", say=say, progress=progress):
+            staged = _stage(ctx, df, shaped, request, state)
         crash_point("after_staging")
-        journal, size = _decide(
-            home, ctx, shaped, request, staged, push_id=push_id, incarnation=incarnation, staged_against=state
-        )
-        journaled = True
-        done = publish(home, journal)
+        # From the journal on, the push must finish: an interrupt waits until it has.
+        with hold_interrupts() as interrupt:
+            journal, size = _decide(
+                home,
+                ctx,
+                shaped,
+                request,
+                staged,
+                push_id=push_id,
+                incarnation=incarnation,
+                staged_against=state,
+            )
+            journaled = True
+            done = publish(
+                home,
+                journal,
+                on_file=lambda i, n, path: emit(progress, say(Publishing, file=i, files=n, name=path)),
+                on_commit=lambda: emit(progress, say(Committing)),
+            )
     except BaseException:
         if not journaled:
             storage.delete(ctx.staging)
@@ -105,7 +172,7 @@ def _attempt(home: TableFolder, df: DataFrame, request: PushRequest, *, started:
     finally:
         if ctx.local_dir is not None:
             shutil.rmtree(ctx.local_dir, ignore_errors=True)
-    return PushResult(
+    result = PushResult(
         table=name,
         mode=request.mode,
         sequence_numbers=tuple(e.sequence for e in done.entries),
@@ -114,6 +181,12 @@ def _attempt(home: TableFolder, df: DataFrame, request: PushRequest, *, started:
         seconds=time.monotonic() - started,
         files=tuple(done.final(e) for e in done.entries),
     )
+    if interrupt.arrived:
+        raise PushCancelledError(
+            f"Push to {name} was cancelled after it was decided, so it finished first: {result!r}.",
+            decided=True,
+        )
+    return result
 
 
 def _check_source(request: PushRequest, state: PushState | None) -> None:
