@@ -2,8 +2,8 @@
 
 The source frames (the 8-column ``source()`` of bench_push.py and a 1%-changed snapshot of it),
 machine load, peak RSS of a process tree read from /proc, subprocess runs with a hard timeout,
-and a per-phase profiler of ``db.push`` that times the pipeline's stages and the Spark jobs each
-one ran (monkeypatched in the bench process only; the library is not modified).
+and a per-phase profiler of ``db.push`` that times the push's phases, as its progress seam reports
+them, and the Spark jobs each one ran.
 Import it from a bench file with ``sys.path.insert(0, str(Path(__file__).parent))``.
 """
 
@@ -323,29 +323,57 @@ def child_main(run: Callable[[], dict[str, Any]]) -> None:
 
 # --- where the time goes in db.push ---------------------------------------------------------
 
+
 # (module, attribute, label): the stages of openmirror_nb/pipeline/context.py, stage.py and push.py.
-PHASES = (
-    ("openmirror_nb.pipeline.context", "write_data", "write data parts (source query + Parquet write)"),
-    ("openmirror_nb.pipeline.context", "write_state", "write key state (hash + window/join + write)"),
-    ("openmirror_nb.pipeline.context", "check_state", "check keys on the state (NULL / duplicate)"),
-    ("openmirror_nb.pipeline.stage", "staged_stats", "staged stats (rows per file and marker)"),
-    ("openmirror_nb.pipeline.stage", "compact", "compact small parts"),
-    ("openmirror_nb.pipeline.push", "publish", "publish (journal + renames + state commit)"),
-)
+def _phase(event: Any) -> str | None:
+    """The profile's phase of a progress event (``None``: the current phase goes on)."""
+    from openmirror_nb import progress as p
+
+    if isinstance(event, p.Validating | p.WaitingForLock):
+        return "validate, lock wait, settle, shape"
+    if isinstance(event, p.Staging):
+        return f"stage: {event.step}" if event.step else None
+    if isinstance(event, p.Publishing):
+        return "publish (journal + renames)"
+    if isinstance(event, p.Committing):
+        return "commit the state"
+    return "end"  # Finished, PushFailed, Cancelled
 
 
 class Profiler:
-    """Times the push pipeline's stages and lists the Spark jobs each ran.
+    """Times a push's phases through its progress seam and lists the Spark jobs each ran.
 
-    Job durations come from the SparkContext's status store (kept even with the UI disabled).
-    Only this process is patched; ``restore()`` puts the original functions back.
+    Pass it as ``db.push(..., progress=profiler)`` inside ``with profiler.push() as out:``. Phases
+    are the push's own events (validating, each staging step, publishing, committing); job
+    durations come from the SparkContext's status store (kept even with the UI disabled).
     """
 
     def __init__(self, spark: Any) -> None:
         self.spark = spark
         self.records: list[dict[str, Any]] = []
-        self._saved: list[tuple[Any, str, Any]] = []
-        self._depth = 0
+        self._lock = threading.Lock()
+        self._open: tuple[str, float, set[int]] | None = None
+
+    def install(self) -> Profiler:
+        return self  # nothing to patch: the push reports its phases itself
+
+    def restore(self) -> None:
+        pass
+
+    def __call__(self, event: Any) -> None:
+        label = _phase(event)
+        if label is None:
+            return
+        with self._lock:  # staging events also come from the push's polling thread
+            if self._open is not None and self._open[0] == label:
+                return
+            now, jobs = time.perf_counter(), self._job_ids()
+            if self._open is not None:
+                name, start, before = self._open
+                self.records.append(
+                    {"phase": name, "seconds": round(now - start, 3), "jobs": self._jobs(jobs - before)}
+                )
+            self._open = None if label == "end" else (label, now, jobs)
 
     def _job_ids(self) -> set[int]:
         return set(self.spark.sparkContext.statusTracker().getJobIdsForGroup(None))
@@ -382,38 +410,6 @@ class Profiler:
             )
         return jobs
 
-    def install(self) -> Profiler:
-        import importlib
-
-        for module_name, attr, label in PHASES:
-            module = importlib.import_module(module_name)
-            original = getattr(module, attr)
-            self._saved.append((module, attr, original))
-            setattr(module, attr, self._wrap(original, label))
-        return self
-
-    def restore(self) -> None:
-        for module, attr, original in reversed(self._saved):
-            setattr(module, attr, original)
-        self._saved.clear()
-
-    def _wrap(self, fn: Callable[..., Any], label: str) -> Callable[..., Any]:
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if self._depth:  # nested in another timed phase: counted there
-                return fn(*args, **kwargs)
-            self._depth += 1
-            before = self._job_ids()
-            start = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                seconds = time.perf_counter() - start
-                self._depth -= 1
-                jobs = self._jobs(self._job_ids() - before)
-                self.records.append({"phase": label, "seconds": round(seconds, 3), "jobs": jobs})
-
-        return wrapper
-
     @contextlib.contextmanager
     def push(self) -> Iterator[dict[str, Any]]:
         """Wrap one db.push: yields a dict filled with total seconds and the phases."""
@@ -427,7 +423,7 @@ class Profiler:
         accounted = sum(p["seconds"] for p in phases)
         phases.append(
             {
-                "phase": "other (shape, lock, metadata, listing, driver work)",
+                "phase": "other (outside the push's events)",
                 "seconds": round(total - accounted, 3),
                 "jobs": [],
             }

@@ -58,13 +58,17 @@ def main() -> None:
             db = om.connect(work / f"db{rep}")
             with profiler.push() as p_init:
                 s_init, r_init = c.timed(
-                    lambda db=db: db.push(c.source(spark, args.rows), table=TABLE, keys=["id"])
+                    lambda db=db: db.push(
+                        c.source(spark, args.rows), table=TABLE, keys=["id"], progress=profiler
+                    )
                 )
             if r_init.rows != {"initial": args.rows}:
                 raise SystemExit(f"initial load published {r_init.rows}, expected {args.rows} rows")
             with profiler.push() as p_diff:
                 s_diff, r_diff = c.timed(
-                    lambda db=db: db.push(c.changed_source(spark, args.rows), table=TABLE, keys=["id"])
+                    lambda db=db: db.push(
+                        c.changed_source(spark, args.rows), table=TABLE, keys=["id"], progress=profiler
+                    )
                 )
             if r_diff.rows != planned:
                 raise SystemExit(f"the diff published {r_diff.rows}, planned {planned}")
@@ -72,13 +76,15 @@ def main() -> None:
             # then the changed one again, in a push made to compact the key state (rewrite it
             # whole), as every diff past the delta bounds does.
             s_later, r_later = c.timed(
-                lambda db=db: db.push(c.source(spark, args.rows), table=TABLE, keys=["id"])
+                lambda db=db: db.push(c.source(spark, args.rows), table=TABLE, keys=["id"], progress=profiler)
             )
             if sum(r_later.rows.values()) != sum(planned.values()):
                 raise SystemExit(f"the second diff published {r_later.rows}")
             with c.forced_compaction():
                 s_comp, r_comp = c.timed(
-                    lambda db=db: db.push(c.changed_source(spark, args.rows), table=TABLE, keys=["id"])
+                    lambda db=db: db.push(
+                        c.changed_source(spark, args.rows), table=TABLE, keys=["id"], progress=profiler
+                    )
                 )
             if r_comp.rows != planned:
                 raise SystemExit(f"the compacting diff published {r_comp.rows}")

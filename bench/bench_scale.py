@@ -39,14 +39,14 @@ def child(rows: int) -> None:
             db = om.connect(work / "db")
             with profiler.push() as p_init:
                 start = time.perf_counter()
-                r_init = db.push(c.source(spark, rows), table=TABLE, keys=["id"])
+                r_init = db.push(c.source(spark, rows), table=TABLE, keys=["id"], progress=profiler)
                 s_init = time.perf_counter() - start
             if r_init.rows != {"initial": rows}:
                 raise RuntimeError(f"initial load published {r_init.rows}, expected {rows} rows")
             planned = c.planned_changes(rows)
             with profiler.push() as p_diff:
                 start = time.perf_counter()
-                r_diff = db.push(c.changed_source(spark, rows), table=TABLE, keys=["id"])
+                r_diff = db.push(c.changed_source(spark, rows), table=TABLE, keys=["id"], progress=profiler)
                 s_diff = time.perf_counter() - start
             if r_diff.rows != planned:
                 raise RuntimeError(f"the diff published {r_diff.rows}, planned {planned}")

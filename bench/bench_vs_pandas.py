@@ -20,6 +20,7 @@ Child mode (used by part 2): bench_vs_pandas.py --child pandas|ours --rows N
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import sys
@@ -52,10 +53,10 @@ def peers_path(df: Any, root: Path) -> int:
     return table.num_rows
 
 
-def our_push(df: Any, root: Path) -> int:
+def our_push(df: Any, root: Path, progress: Any = False) -> int:
     import openmirror_nb as om
 
-    result = om.connect(root).push(df, table=TABLE, keys=["id"])
+    result = om.connect(root).push(df, table=TABLE, keys=["id"], progress=progress)
     return result.total_rows
 
 
@@ -110,7 +111,8 @@ def same_run(rows: int, repeat: int, no_arrow_reps: int) -> dict[str, Any]:
         our_push(c.source(spark, 100_000), work / "warm-o")
         plain_write(c.source(spark, 100_000), work / "warm-w")
         for rep in range(repeat):
-            order = [("pandas", peers_path, peers), ("ours", our_push, ours), ("plain", plain_write, plain)]
+            profiled = functools.partial(our_push, progress=profiler)
+            order = [("pandas", peers_path, peers), ("ours", profiled, ours), ("plain", plain_write, plain)]
             if rep % 2:
                 order.reverse()
             for kind, fn, times in order:

@@ -61,8 +61,10 @@ class WaitingForLock(ProgressEvent):
 
 @dataclass(frozen=True)
 class Staging(ProgressEvent):
-    """Spark is computing and writing the files (counts from Spark's status tracker)."""
+    """Spark is computing and writing the files: which ``step`` (writing the data files, the key
+    state, checking the keys, ...) and the counts of Spark's status tracker for the push's jobs."""
 
+    step: str = ""
     stages_done: int = 0
     stages: int = 0
     tasks_done: int = 0
@@ -70,11 +72,12 @@ class Staging(ProgressEvent):
 
     @property
     def text(self) -> str:
+        head = f"staging on Spark: {self.step}" if self.step else "staging on Spark"
         if not self.stages:
-            return "staging on Spark"
+            return head
         return (
-            f"staging on Spark: stage {min(self.stages_done + 1, self.stages)} of {self.stages}, "
-            f"{self.tasks_done:,} of {self.tasks:,} tasks"
+            f"{head} (stage {min(self.stages_done + 1, self.stages)} of {self.stages}, "
+            f"{self.tasks_done:,} of {self.tasks:,} tasks)"
         )
 
 
@@ -177,18 +180,20 @@ def _shell() -> Any:
 
 
 class TextProgress:
-    """One line per phase on ``stream`` (stderr by default), not one per Spark task."""
+    """One line per phase and staging step on ``stream`` (stderr by default), not one per Spark
+    task."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
-        self._last: type[ProgressEvent] | None = None
+        self._last: tuple[type[ProgressEvent], str] | None = None
 
     def __call__(self, event: ProgressEvent) -> None:
-        if type(event) is self._last and not isinstance(event, Publishing):
+        key = (type(event), getattr(event, "step", ""))
+        if key == self._last and not isinstance(event, Publishing):
             return
         if isinstance(event, Publishing) and 1 < event.file < event.files:
             return  # the first and the last file say enough
-        self._last = type(event)
+        self._last = key
         stream = self._stream or sys.stderr
         stream.write(f"[{event.elapsed:6.1f} s] {event.table}: {event.text}\n")
         stream.flush()

@@ -8,6 +8,7 @@ the files to publish are uploaded into the store's staging folder.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,11 @@ class StageContext:
     keys: tuple[str, ...]
     table: str
     local_dir: str | None = None
+    on_step: Callable[[str], None] | None = None  # the push's progress: which step runs now
+
+    def step(self, label: str) -> None:
+        if self.on_step is not None:
+            self.on_step(label)
 
     def uri(self, path: str) -> str:
         if self.local_dir is None:
@@ -104,6 +110,7 @@ def write_state(
     counted as they are written; with none, the files are named as buckets and ``seen["buckets"]``
     is the count (else 0).
     """
+    ctx.step("writing the key state")
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -136,6 +143,7 @@ def write_state(
 def check_state(ctx: StageContext, seen: dict[str, int]) -> None:
     """NULL or duplicate keys, as counted while the state was written; the few duplicate keys an
     error names are read back from the state files (rows with duplicate keys are always kept)."""
+    ctx.step("checking the keys")
     from pyspark.sql import functions as F
 
     if seen["null_keys"]:
@@ -161,10 +169,13 @@ def finish(
     sub = "parts"
     uri = ctx.uri(f"{ctx.staging}/{sub}")
     kw: dict[str, Any] = {"options": ctx.options, "schema": schema, "keys": ctx.keys}
-    stats = stats or stage.staged_stats(ctx.spark, uri=uri, **kw)
+    if stats is None:
+        ctx.step("counting rows per file")
+        stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
     files = max(1, math.ceil(sum(stats.rows_by_file.values()) / ctx.rows_per_file))
     if _fragmented(stats, files=files, rows_per_file=ctx.rows_per_file):
         merged = ctx.uri(f"{ctx.staging}/compact")
+        ctx.step("merging small files")
         stage.compact(
             ctx.spark,
             src_uri=uri,
@@ -177,6 +188,8 @@ def finish(
         )
         sub, uri = "compact", merged
         stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
+    if ctx.local_dir is not None:
+        ctx.step("uploading the staged files")
     ctx.upload(f"{ctx.staging}/{sub}")
     ctx.upload(ctx.state_dir)
     rows = sum(stats.rows_by_file.values()) if state_rows is None else state_rows
@@ -197,6 +210,7 @@ def _fragmented(stats: stage.StagedStats, *, files: int, rows_per_file: int) -> 
 
 
 def write_data(ctx: StageContext, df: DataFrame, *, split: bool) -> None:
+    ctx.step("writing the data files")
     stage.write_parts(
         df,
         uri=ctx.uri(f"{ctx.staging}/parts"),

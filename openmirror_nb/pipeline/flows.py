@@ -27,9 +27,11 @@ def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
     staged = stage.read_staged(ctx.spark, uri=uri, schema=shaped.schema, options=ctx.options)
     # counted first (footers, or one Spark job for text) to size the key state's buckets
     stats = None if ctx.options.is_delimited else stage.footer_stats(uri)
-    stats = stats or stage.staged_stats(
-        ctx.spark, uri=uri, options=ctx.options, schema=shaped.schema, keys=ctx.keys
-    )
+    if stats is None:
+        ctx.step("counting rows per file")
+        stats = stage.staged_stats(
+            ctx.spark, uri=uri, options=ctx.options, schema=shaped.schema, keys=ctx.keys
+        )
     n = context.bucket_target(ctx, None, rows=sum(stats.rows_by_file.values()))
     seen = context.write_state(ctx, snapdiff.snapshot_state(staged, keys=ctx.keys, buckets=n), buckets=n)
     context.check_state(ctx, seen)
@@ -124,6 +126,7 @@ def stage_changes(
     """
     context.write_data(ctx, rows, split=False)
     uri = ctx.uri(f"{ctx.staging}/parts")
+    ctx.step("counting rows per file and operation")
     stats = stage.staged_stats(ctx.spark, uri=uri, schema=rows.schema, keys=ctx.keys, options=ctx.options)
     bad = stats.rows_by_marker.get(-1, 0)
     checks.check_stats(stats, keys=ctx.keys, table=ctx.table, invalid_values=invalid_values() if bad else ())

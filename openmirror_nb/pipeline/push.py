@@ -140,8 +140,9 @@ def _attempt(
     journaled = False
     try:
         emit(progress, say(Staging))
-        with spark_stages(ctx.spark.sparkContext, group=f"openmirror-{push_id}", say=say, progress=progress):
-            staged = _stage(ctx, df, shaped, request, state)
+        group = f"openmirror-{push_id}"
+        with spark_stages(ctx.spark.sparkContext, group=group, say=say, progress=progress) as steps:
+            staged = _stage(dataclasses.replace(ctx, on_step=steps.on_step), df, shaped, request, state)
         crash_point("after_staging")
         # From the journal on, the push must finish: an interrupt waits until it has.
         with hold_interrupts() as interrupt:

@@ -25,28 +25,42 @@ POLL_SECONDS = 0.5
 _GROUP = "spark.jobGroup.id"
 
 
+class StagingSteps:
+    """The step a push is staging (``on_step`` is ``StageContext.on_step``), shared with the
+    thread that reads Spark's counts so its events name the step too."""
+
+    def __init__(self, say: Callable[..., ProgressEvent], progress: ProgressCallback | None) -> None:
+        self.step = ""
+        self.say, self._progress = say, progress
+
+    def on_step(self, label: str) -> None:
+        self.step = label
+        emit(self._progress, self.say(Staging, step=label))
+
+
 @contextmanager
 def spark_stages(
     sc: SparkContext, *, group: str, say: Callable[..., ProgressEvent], progress: ProgressCallback | None
-) -> Iterator[None]:
+) -> Iterator[StagingSteps]:
     """Tag this thread's Spark jobs with ``group`` and report their stages until the block ends.
 
     The job group is this thread's local property (PySpark pins Python threads to JVM threads):
     it is set for the block and put back as it was after, so the user's own jobs are neither
     counted nor re-tagged.
     """
+    steps = StagingSteps(say, progress)
     if progress is None:
-        yield
+        yield steps
         return
     before = sc.getLocalProperty(_GROUP)
     sc.setLocalProperty(_GROUP, group)
     stop = threading.Event()
     poller = threading.Thread(
-        target=_poll, args=(sc, group, say, progress, stop), name="openmirror-push-progress", daemon=True
+        target=_poll, args=(sc, group, steps, progress, stop), name="openmirror-push-progress", daemon=True
     )
     poller.start()
     try:
-        yield
+        yield steps
     finally:
         stop.set()
         poller.join(5)
@@ -54,11 +68,7 @@ def spark_stages(
 
 
 def _poll(
-    sc: SparkContext,
-    group: str,
-    say: Callable[..., ProgressEvent],
-    progress: ProgressCallback,
-    stop: threading.Event,
+    sc: SparkContext, group: str, steps: StagingSteps, progress: ProgressCallback, stop: threading.Event
 ) -> None:
     tracker = sc.statusTracker()
     seen: dict[int, tuple[int, int]] = {}  # stage id -> (tasks, tasks completed)
@@ -87,10 +97,11 @@ def _poll(
         )
         if counts != last and counts[1]:
             last = counts
-            emit(
-                progress,
-                say(Staging, stages_done=counts[0], stages=counts[1], tasks_done=counts[2], tasks=counts[3]),
+            done, stages, tasks_done, tasks = counts
+            event = steps.say(
+                Staging, step=steps.step, stages_done=done, stages=stages, tasks_done=tasks_done, tasks=tasks
             )
+            emit(progress, event)
 
 
 class HeldInterrupt:

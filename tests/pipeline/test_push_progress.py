@@ -48,6 +48,8 @@ def test_a_push_reports_each_phase_in_order_with_sparks_counts(spark, db):
     phases = [k for i, k in enumerate(order) if i == 0 or k != order[i - 1]]
     assert phases == ["Validating", "Staging", "Publishing", "Committing", "Finished"]
     staging = [e for e in events if isinstance(e, Staging)]
+    steps = list(dict.fromkeys(e.step for e in staging if e.step))
+    assert steps[:3] == ["writing the data files", "writing the key state", "checking the keys"], steps
     counted = [e for e in staging if e.stages]
     assert counted, "Spark's stage and task counts reach the callback"
     assert all(0 <= e.stages_done <= e.stages and 0 <= e.tasks_done <= e.tasks for e in counted)
@@ -159,8 +161,8 @@ def test_text_progress_writes_one_line_per_phase():
     for event in [
         Validating("t", 0.0),
         Staging("t", 0.1),
-        Staging("t", 0.5, stages_done=0, stages=2, tasks_done=1, tasks=8),
-        Staging("t", 0.9, stages_done=1, stages=2, tasks_done=6, tasks=8),
+        Staging("t", 0.5, step="writing the data files", stages_done=0, stages=2, tasks_done=1, tasks=8),
+        Staging("t", 0.9, step="writing the data files", stages_done=1, stages=2, tasks_done=6, tasks=8),
         Publishing("t", 1.0, file=1, files=3, name="a"),
         Publishing("t", 1.1, file=2, files=3, name="b"),
         Publishing("t", 1.2, file=3, files=3, name="c"),
@@ -169,9 +171,10 @@ def test_text_progress_writes_one_line_per_phase():
     ]:
         show(event)
     lines = out.getvalue().splitlines()
-    assert len(lines) == 6, lines
+    assert len(lines) == 7, lines
     assert lines[0].endswith("t: validating names, keys and types")
-    assert "publishing file 1 of 3 (a)" in lines[2] and "publishing file 3 of 3 (c)" in lines[3]
+    assert lines[2].endswith("staging on Spark: writing the data files (stage 1 of 2, 1 of 8 tasks)")
+    assert "publishing file 1 of 3 (a)" in lines[3] and "publishing file 3 of 3 (c)" in lines[4]
 
 
 def test_widget_progress_moves_and_ends_green_or_red():
