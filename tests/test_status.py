@@ -496,3 +496,33 @@ def test_compare_blames_pending_files_for_a_mirrored_table_behind():
         "2 file(s) are still pending: the mirror has not applied them yet."
     )
     assert "pending" not in compare("t", mirrored=10, state=10, source=7, pending_files=2).message
+
+
+def test_onelake_reconcile_says_why_the_mirrored_table_cannot_be_counted():
+    """OneLake: Tables/<schema>/<table> is read with the connection's credential; a credential
+    that yields no token is named in the reconciliation, never raised, and never leaks a secret."""
+    from openmirror_nb.status.reconcile import reconciled
+    from openmirror_nb.status.records import ReplicatorStatus, TableStatus
+    from openmirror_nb.status.report import StatusReport
+    from openmirror_nb.status.sources import onelake_row_counter, onelake_table_uri
+    from openmirror_nb.target import OneLakeTarget
+
+    target = OneLakeTarget("ws", "sales_db.MirroredDatabase")
+    assert (
+        onelake_table_uri(target, om.model.TableRef.parse("sales.orders"))
+        == "abfss://ws@onelake.dfs.fabric.microsoft.com/sales_db.MirroredDatabase/Tables/sales/orders"
+    )
+
+    class NoToken:
+        def get_token(self, *scopes):
+            raise RuntimeError("AADSTS700016 for Bearer eyJhbGciOiJIUzI1NiJ9.secret.sig")
+
+    table = TableStatus("sales.orders", "sales.schema/orders", "ok", "Replicating")
+    report = StatusReport(str(target), datetime.now(UTC), ReplicatorStatus("Running"), (table,))
+    done = reconciled(
+        report, mirrored=onelake_row_counter(target, NoToken()), state=lambda t: 10, source_rows=10
+    )
+    recon = done.tables[0].reconciliation
+    assert recon.verdict == "match" and recon.mirrored_rows is None
+    assert any("no storage token" in n and "pass credential= to connect()" in n for n in recon.notes)
+    assert "eyJ" not in repr(recon) and "eyJ" not in json.dumps(done.to_dict())
