@@ -86,3 +86,19 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'openmirror_nb' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # Tab completion lists dir(): show the public names, lazy ones included, and hide the helper
+    # imports (annotations, Any, importlib, TYPE_CHECKING) and the submodules loaded so far.
+    return sorted({*__all__, *(n for n in globals() if n.startswith("__") and n.endswith("__"))})
+
+
+def load_ipython_extension(shell: Any) -> None:
+    """``%load_ext openmirror_nb``: register the ``%openmirror`` magic (see ``openmirror_nb.magics``)."""
+    importlib.import_module("openmirror_nb.magics").load_ipython_extension(shell)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    """``%unload_ext openmirror_nb``: stop the mirrors the magic started and unregister it."""
+    importlib.import_module("openmirror_nb.magics").unload_ipython_extension(shell)

@@ -29,13 +29,14 @@ ALLOWED: dict[str, set[str]] = {
     "fabric": BASE | {"storage", "landing_zone"},
     "table_info": BASE | {"storage", "landing_zone"},
     "status": BASE | {"storage", "landing_zone", "fabric", "mirror"},
-    "api": BASE | {"storage", "landing_zone", "pipeline", "mirror", "fabric", "table_info", "status"},
+    "keys": BASE | {"storage", "landing_zone", "pipeline"},
+    "api": BASE | {"storage", "landing_zone", "pipeline", "mirror", "fabric", "table_info", "status", "keys"},
     "demo": BASE | {"storage", "landing_zone", "mirror", "api"},
-    "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status"},
+    "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status", "keys"},
     "magics": BASE
-    | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets", "status"},
-    "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "status"},
-    "__init__": {"errors", "model", "api", "mirror", "pipeline", "widgets"},
+    | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets", "status", "keys"},
+    "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "status", "keys"},
+    "__init__": {"errors", "model", "api", "mirror", "pipeline", "widgets", "magics"},
 }
 
 

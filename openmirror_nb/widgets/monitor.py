@@ -105,6 +105,11 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         self.interval_box.observe(self._on_interval, names="value")
         self.mirror_toggle.observe(self._on_mirror, names="value")
         self.table_picker.observe(self._on_pick, names="value")
+        self._started_mirror = False  # only a mirror this pane started is stopped with it
+        if self._mirror is not None and self._mirror.is_running:
+            self._rendering = True  # started elsewhere (%openmirror mirror --start): show it on
+            self.mirror_toggle.value, self.mirror_toggle.icon = True, "stop"
+            self._rendering = False
         self._built = True
         _LIVE.add(self)
         self.refresh()
@@ -182,8 +187,9 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
         self._thread = None
-        if self._mirror is not None and self._mirror.is_running:
+        if self._mirror is not None and self._started_mirror and self._mirror.is_running:
             self._mirror.stop(timeout=timeout)
+        self._started_mirror = False
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -221,6 +227,7 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
             except OpenMirrorError as exc:
                 self._say(str(exc), error=True)
                 return
+            self._started_mirror = True
             self.mirror_toggle.icon = "stop"
             self._say("Local mirror running: the pane refreshes after each pass.")
         else:

@@ -195,3 +195,15 @@ def test_an_interpreter_exit_with_a_running_pane_is_clean(db, tmp_path):
     assert run.returncode == 0, run.stderr
     assert "openmirror-monitor" in run.stdout
     assert "Traceback" not in run.stderr and "Exception" not in run.stderr
+
+
+def test_a_mirror_started_elsewhere_shows_running_and_outlives_the_pane(db):
+    mirror = LocalMirror(db.target.root)
+    mirror.start(interval=1)
+    try:
+        pane = om.widgets.MonitorPane(db, mirror=mirror)
+        assert pane.mirror_toggle.value is True  # the switch shows what runs
+        pane.close()
+        assert mirror.is_running  # %openmirror mirror --start started it: only --stop ends it
+    finally:
+        mirror.stop(timeout=30)
