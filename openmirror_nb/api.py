@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from openmirror_nb.errors import ConfigError, NotSupportedError, OpenMirrorError, StorageError
+from openmirror_nb.errors import (
+    ConfigError,
+    LandingZoneError,
+    NotSupportedError,
+    OpenMirrorError,
+    StorageError,
+)
 from openmirror_nb.landing_zone.discovery import discover_tables
 from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA
 from openmirror_nb.landing_zone.table_folder import TableFolder
@@ -36,6 +42,10 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import DataFrame
 
+    from openmirror_nb.mirror.delta_read import AsOf
+    from openmirror_nb.mirror.history import KeyHistory
+    from openmirror_nb.schema_change.plan import SchemaPlan
+    from openmirror_nb.schema_change.run import ReseedResult
     from openmirror_nb.storage.base import Storage
 
 
@@ -72,7 +82,7 @@ class MirroredDatabase:
 
     def push(
         self,
-        df: DataFrame,
+        df: DataFrame | pd.DataFrame | Any,
         *,
         table: str,
         keys: Sequence[str] | None = None,
@@ -88,7 +98,7 @@ class MirroredDatabase:
         strict_delete: bool = False,
         progress: Progress = None,
     ) -> PushResult:
-        """Publish a Spark DataFrame to a table of the landing zone.
+        """Publish a DataFrame (Spark, pandas, or a pyarrow Table) to a table of the landing zone.
 
         The first push of a table is its initial load: ``_metadata.json`` first, then marker-free
         files numbered from 1. A later snapshot publishes only what changed since the last push
@@ -96,7 +106,8 @@ class MirroredDatabase:
         feed with ``__rowMarker__``. A rejected push leaves the landing zone untouched.
 
         Args:
-            df: The rows to publish (never collected to the driver).
+            df: The rows to publish: a Spark DataFrame (never collected to the driver), or a
+                pandas DataFrame / pyarrow Table, converted through the Spark session with its types.
             table: ``"name"`` or ``"schema.name"`` (folder ``schema.schema/name``).
             keys: Key columns; required on the first push, fixed afterwards.
             mode: ``"snapshot"`` (the full table) or ``"changes"`` (a change feed).
@@ -157,6 +168,9 @@ class MirroredDatabase:
             compact=compact,
             strict_delete=strict_delete,
         )
+        from openmirror_nb.pipeline.frame_input import as_spark_frame
+
+        df = as_spark_frame(df)  # a pandas or Arrow frame becomes a Spark one; others are refused here
         from openmirror_nb.progress import resolve
 
         return run_push(self.storage, df, request, resolve(progress))
@@ -195,19 +209,124 @@ class MirroredDatabase:
         )
         return sync_delta(self.storage, DeltaSource.open(source, get_spark()), request)
 
+    def plan_schema_change(self, table: str, df: Any, *, keys: Sequence[str] | None = None) -> SchemaPlan:
+        """How ``df`` (with ``keys``, default the table's) differs from ``table`` as last pushed:
+        every change classified as absorbed by the mirror or needing a reseed, and what a reseed
+        costs (rows and files to reload; the mirrored table is gone until the reload is mirrored).
+
+        Example:
+            >>> plan = db.plan_schema_change("sales.orders", df)
+            >>> plan.needs_reseed
+        """
+        from openmirror_nb.pipeline.frame_input import as_spark_frame
+        from openmirror_nb.schema_change.plan import make_plan
+        from openmirror_nb.schema_change.run import plan_in_progress
+
+        home = TableFolder.of(self.storage, table)
+        frame = as_spark_frame(df, caller="plan_schema_change")
+        running = plan_in_progress(home, frame.schema.json())
+        if running is not None:  # a reseed of it runs (its folder may be gone): that plan goes on
+            return running
+        info = describe(home, known=self.tables)
+        state = home.read_state()
+        if state is None:
+            raise LandingZoneError(
+                f"Table {info.table!r} was not pushed by openmirror_nb: its last schema is unknown; "
+                "reseed it by hand (db.drop(table, wait=True), then push)."
+            )
+        return make_plan(
+            table=info.table,
+            state_schema=state.schema,
+            keys_before=tuple(state.key_columns),
+            df_schema=frame.schema.json(),
+            keys=tuple(keys) if keys else None,
+            delimited=info.options.is_delimited,
+            rows=frame.count(),
+            rows_per_file=DEFAULT_ROWS_PER_FILE,
+            rows_before=info.state_rows,
+            options=info.options,
+        )
+
+    def apply_schema_change(
+        self,
+        plan: SchemaPlan,
+        df: Any,
+        *,
+        confirm: str,
+        wait: bool = True,
+        timeout: float = 600.0,
+        progress: Progress = None,
+        on_step: Callable[[int, str, str], None] | None = None,
+    ) -> ReseedResult:
+        """Carry out ``plan`` with ``df``: a plain push when the mirror absorbs every change, else
+        a reseed as one resumable operation: record the plan, drop the table folder, wait until
+        the mirror no longer lists the table, load ``df`` as an initial load, then (``wait``)
+        wait until the table is back and verify its row count. After a crash or a kernel
+        restart, the same call continues from the step after the last one done.
+
+        Args:
+            confirm: The table's name, typed by the user: a reseed deletes the mirrored table.
+            wait: Wait for the table to be back and verify it (the wait for the drop always runs).
+            timeout: Seconds each wait may take.
+            on_step: Called with (step, what it does, "running" | "done") (the wizard's lines).
+
+        Raises:
+            ReseedError: a step failed after the folder was deleted (the message says how to go on).
+            MirrorWaitTimeoutError: a wait ran out before the folder was deleted.
+
+        Example:
+            >>> db.apply_schema_change(plan, df, confirm="sales.orders")
+        """
+        from openmirror_nb.pipeline.frame_input import as_spark_frame
+        from openmirror_nb.pipeline.request import PushRequest
+        from openmirror_nb.progress import resolve
+        from openmirror_nb.schema_change.run import apply_plan
+        from openmirror_nb.schema_change.waits import Mirror
+
+        request = PushRequest.create(
+            table=plan.table,
+            keys=plan.keys,
+            order_by=(),
+            mode="snapshot",
+            op_column=None,
+            convention="rowmarker",
+            table_options=plan.options,
+            compression=None,
+            rows_per_file=DEFAULT_ROWS_PER_FILE,
+            lock_timeout=self.lock_timeout,
+            partner=self.partner,
+        )
+        return apply_plan(
+            storage=self.storage,
+            mirror=Mirror(self.target, self.storage, credential=self._credential),
+            plan=plan,
+            df=as_spark_frame(df, caller="apply_schema_change"),
+            request=request,
+            confirm=confirm,
+            wait=wait,
+            timeout=timeout,
+            progress=resolve(progress),
+            on_step=on_step,
+        )
+
     def recover(self, table: str) -> Recovery:
         """Finish an interrupted push of ``table`` and remove what no push will finish.
 
         A push decided before it died is rolled forward only into the life of the table it was
         decided in; staging and key state of dead pushes or of a dropped table are removed and
         listed in ``removed``. Every push does this first, so calling it is never required.
+        A reseed whose reload is in is finished too (wait for the mirror, verify); one that still
+        needs its data raises ``ReseedError`` saying how to finish it.
 
         Example:
             >>> db.recover("sales.orders")
         """
         from openmirror_nb.landing_zone.lifecycle import settle
+        from openmirror_nb.schema_change.run import finish_loaded
+        from openmirror_nb.schema_change.waits import Mirror
 
         home = TableFolder.of(self.storage, table)
+        finish_loaded(home, Mirror(self.target, self.storage, credential=self._credential), timeout=600.0)
         with home.lock(timeout=self.lock_timeout):
             done = settle(home)
         pushed = done.rolled_forward.push_id if done.rolled_forward else None
@@ -337,26 +456,63 @@ class MirroredDatabase:
             if TableFolder(self.storage, t.ref).has_metadata()
         )
 
-    def read_table(self, table: str, *, as_pandas: bool = False) -> DataFrame | pd.DataFrame:
+    def read_table(
+        self, table: str, *, as_pandas: bool = False, as_of: AsOf = None
+    ) -> DataFrame | pd.DataFrame:
         """The mirrored Delta table (``Tables/<schema>/<table>``) as Spark or pandas.
 
         Local databases only: run ``om.LocalMirror(path).run_once()`` first to replicate.
+        ``as_of`` reads an earlier version (Delta time travel): a version number, or a time
+        (``datetime`` or ISO text, naive meaning local time) for the last version committed by then.
+
+        Raises:
+            ConfigError: ``as_of`` is no version of the table or before its first commit.
+
+        Example:
+            >>> db.read_table("sales.orders", as_pandas=True, as_of="2024-05-01T12:00:00Z")
         """
+        ref = TableRef.parse(table)
+        folder = f"Tables/{ref.schema or DEFAULT_SCHEMA}/{ref.name}"
         if not isinstance(self.target, LocalTarget):
             raise NotSupportedError(
-                "read_table reads a local mirror; in Fabric read the table with spark.read."
+                f"read_table reads a local mirror; in Fabric read {folder} with Spark "
+                "(option versionAsOf or timestampAsOf for an earlier version)."
             )
         from openmirror_nb.mirror.delta_read import read_delta_pandas, read_delta_spark
 
-        ref = TableRef.parse(table)
-        path = self.target.tables / (ref.schema or DEFAULT_SCHEMA) / ref.name
+        path = self.target.root / folder
         if as_pandas:
-            frame: pd.DataFrame = read_delta_pandas(path)
+            frame: pd.DataFrame = read_delta_pandas(path, as_of=as_of)
             return frame
         from openmirror_nb.runtime import get_spark
 
-        spark_frame: DataFrame = read_delta_spark(get_spark(), path)
+        spark_frame: DataFrame = read_delta_spark(get_spark(), path, as_of=as_of)
         return spark_frame
+
+    def history(self, table: str, *, key: Any) -> KeyHistory:
+        """Every version of one key's row across the mirrored table's Delta commits: when it was
+        inserted, updated or deleted, its values then, and the files the mirror applied.
+        ``.actual`` is the row now, ``.archive`` the earlier entries; a key never seen gives an
+        empty history. Local databases only.
+
+        Args:
+            table: ``"name"`` or ``"schema.name"``.
+            key: ``{column: value}`` over the table's key columns, or a value for a one-column key.
+
+        Example:
+            >>> db.history("sales.orders", key={"order_id": 7}).to_pandas()
+        """
+        ref = TableRef.parse(table)
+        folder = f"Tables/{ref.schema or DEFAULT_SCHEMA}/{ref.name}"
+        if not isinstance(self.target, LocalTarget):
+            raise NotSupportedError(
+                f"history reads a local mirror; in Fabric read {folder} with Spark "
+                "(DESCRIBE HISTORY, then option versionAsOf per version)."
+            )
+        from openmirror_nb.mirror.history import key_history
+
+        keys = self.describe(table).keys
+        return key_history(self.target.root / folder, table=str(ref), keys=keys, key=key)
 
 
 def _row_count(df: Any) -> int:

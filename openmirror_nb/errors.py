@@ -56,6 +56,15 @@ class PushCancelledError(OpenMirrorError):
         self.decided = decided
 
 
+class ReseedError(OpenMirrorError):
+    """A reseed stopped after the table folder was deleted; ``step`` is the one to run next and
+    the message says how to continue."""
+
+    def __init__(self, message: str, *, step: int) -> None:
+        super().__init__(message)
+        self.step = step
+
+
 class LandingZoneError(OpenMirrorError):
     """The landing zone is not in a state this push can build on."""
 

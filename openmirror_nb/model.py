@@ -246,7 +246,8 @@ class DropResult:
             return f"DropResult({self.table}: nothing to drop)"
         gone = f"; the mirror no longer lists it ({self.waited:.1f} s)" if self.waited is not None else ""
         return (
-            f"DropResult({self.table}: removed {len(self.removed)} paths, {self.data_files} data files{gone})"
+            f"DropResult({self.table}: removed {len(self.removed):,} paths, "
+            f"{self.data_files:,} data files{gone})"
         )
 
 

@@ -6,10 +6,14 @@ Only the edges (api, cli, magics, widgets) use this module.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+# Shipped with the package: ERROR and above, without Spark's "Setting default log level" banner.
+_LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
 
 
 def is_fabric() -> bool:
@@ -23,13 +27,23 @@ def get_spark() -> SparkSession:
     """The active Spark session, or a local one configured for loopback-only, quiet use.
 
     The local settings pin ANSI off and the session time zone to UTC so that Spark 3.5 (Fabric
-    Runtime 1.3) and 4.x behave alike (stack.md gotcha 1).
+    Runtime 1.3) and 4.x behave alike (stack.md gotcha 1). A session this starts logs ERROR and
+    above only, from its launch on; a session or context the user started keeps its level.
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    # The active session is per thread: in a mirror or widget thread, the session made in the
+    # notebook's thread is the one to use, as it is (the builder would re-apply our settings).
+    made = SparkSession._instantiatedSession
+    if made is not None and made._sc._jsc is not None:
+        return made
+    # A context the user made without a session (SparkContext(...)) is reused by the builder and
+    # keeps its log level.
+    ours = SparkContext._active_spark_context is None
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master(os.environ.get("OPENMIRROR_SPARK_MASTER", "local[2]"))
@@ -43,6 +57,31 @@ def get_spark() -> SparkSession:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.memory", os.environ.get("OPENMIRROR_DRIVER_MEMORY", "2g"))
     )
+    if ours and not _logging_chosen():
+        # The JVM logs its start-up (the log-level banner, the native-hadoop WARN) before any
+        # setLogLevel can run: only a log4j2 file given at launch keeps it off the cell.
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
+        )
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    if ours:
+        session.sparkContext.setLogLevel("ERROR")  # also when the JVM was launched before
     return session
+
+
+def _logging_chosen() -> bool:
+    """True when the user configured the driver's logging or Java options (environment, or
+    ``SPARK_CONF_DIR``): the launch option would replace theirs, so it is left out."""
+    launch = " ".join(
+        os.environ.get(v, "") for v in ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "JAVA_TOOL_OPTIONS")
+    )
+    if any(word in launch for word in ("log4j", "driver-java-options", "extraJavaOptions")):
+        return True
+    home = os.environ.get("SPARK_HOME")
+    conf = os.environ.get("SPARK_CONF_DIR") or (os.path.join(home, "conf") if home else None)
+    if conf is None:
+        return False
+    defaults = Path(conf, "spark-defaults.conf")
+    return Path(conf, "log4j2.properties").exists() or (
+        defaults.exists() and "spark.driver.extraJavaOptions" in defaults.read_text(errors="replace")
+    )

@@ -107,7 +107,7 @@ class TableInfo:
             ("format", f"{fmt}, {opts.file_detection}, upsert default {str(opts.upsert_default).lower()}"),
             ("last sequence", str(self.last_sequence)),
             ("rows in key state", rows),
-            ("pushes", f"{self.pushes} ({self.pushes_since_base} since the key-state base)"),
+            ("pushes", f"{self.pushes:,} ({self.pushes_since_base:,} since the key-state base)"),
             ("incarnation", self.incarnation or "none (not pushed by openmirror_nb)"),
             ("created", _when(self.created)),
             ("last push", _when(self.last_push)),
@@ -226,7 +226,7 @@ def database_html(target: str, tables: Callable[[], list[str]], info: Callable[[
         return f"<div><b>{html.escape(target)}</b><br>{html.escape(str(exc))}</div>"
     rows = "".join(_html_row(name, info) for name in names)
     return (
-        f"<div><b>Mirrored database</b> <code>{html.escape(target)}</code>, {len(names)} tables"
+        f"<div><b>Mirrored database</b> <code>{html.escape(target)}</code>, {len(names):,} tables"
         f"<table><tr><th>table</th><th>keys</th><th>last sequence</th><th>rows</th></tr>{rows}</table></div>"
     )
 

@@ -29,13 +29,38 @@ ALLOWED: dict[str, set[str]] = {
     "fabric": BASE | {"storage", "landing_zone"},
     "table_info": BASE | {"storage", "landing_zone"},
     "status": BASE | {"storage", "landing_zone", "fabric", "mirror"},
+    "schema_change": BASE | {"storage", "landing_zone", "pipeline", "fabric", "mirror", "status"},
     "keys": BASE | {"storage", "landing_zone", "pipeline"},
-    "api": BASE | {"storage", "landing_zone", "pipeline", "mirror", "fabric", "table_info", "status", "keys"},
+    "api": BASE
+    | {
+        "storage",
+        "landing_zone",
+        "pipeline",
+        "mirror",
+        "fabric",
+        "table_info",
+        "status",
+        "keys",
+        "schema_change",
+    },
     "demo": BASE | {"storage", "landing_zone", "mirror", "api"},
-    "cli": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status", "keys"},
+    "cli": BASE
+    | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status", "keys", "schema_change"},
     "magics": BASE
-    | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "widgets", "status", "keys"},
-    "widgets": BASE | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "status", "keys"},
+    | {
+        "storage",
+        "landing_zone",
+        "mirror",
+        "fabric",
+        "api",
+        "table_info",
+        "widgets",
+        "status",
+        "keys",
+        "schema_change",
+    },
+    "widgets": BASE
+    | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "status", "keys", "schema_change"},
     "__init__": {"errors", "model", "api", "mirror", "pipeline", "widgets", "magics"},
 }
 

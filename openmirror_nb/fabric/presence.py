@@ -60,8 +60,10 @@ def wait_until_unlisted(
     hint: str,
     rest: Callable[[], list[Any]] | None = None,
     poll: float = 0.5,
+    tick: Callable[[], object] | None = None,
 ) -> float:
-    """Poll ``listing`` until the table is gone; the seconds it took.
+    """Poll ``listing`` until the table is gone; the seconds it took. ``tick`` runs before each
+    look (a reseed runs a local mirror's pass there).
 
     Raises:
         MirrorWaitTimeoutError: still listed after ``timeout`` seconds; the message says by
@@ -69,6 +71,8 @@ def wait_until_unlisted(
     """
     started = time.monotonic()
     while True:
+        if tick is not None:
+            tick()
         seen = listing(files, ref, rest=rest)
         if not seen.listed:
             return time.monotonic() - started
@@ -82,7 +86,14 @@ def wait_until_unlisted(
         time.sleep(min(poll, max(0.0, timeout - waited)))
 
 
-def wait_until_dropped(target: Target, ref: TableRef, *, timeout: float, credential: Any = None) -> float:
+def wait_until_dropped(
+    target: Target,
+    ref: TableRef,
+    *,
+    timeout: float,
+    credential: Any = None,
+    tick: Callable[[], object] | None = None,
+) -> float:
     """``wait_until_unlisted`` for a database target, with the sources and hint that fit it."""
     from openmirror_nb import runtime
     from openmirror_nb.storage.registry import open_files_storage
@@ -103,4 +114,4 @@ def wait_until_dropped(target: Target, ref: TableRef, *, timeout: float, credent
             "then wait again."
         )
     files = open_files_storage(target, credential=credential)
-    return wait_until_unlisted(files, ref, timeout=timeout, hint=hint, rest=rest)
+    return wait_until_unlisted(files, ref, timeout=timeout, hint=hint, rest=rest, tick=tick)

@@ -65,8 +65,8 @@ class TableRun:
         if self.files_applied:
             seqs = self.sequence_numbers
             what = ", ".join(str(s) for s in seqs) if len(seqs) == len(self.files_applied) else None
-            parts.append(f"{len(self.files_applied)} file(s) applied" + (f" ({what})" if what else ""))
-            parts.append(f"+{self.rows_inserted} ~{self.rows_updated} -{self.rows_deleted} rows")
+            parts.append(f"{len(self.files_applied):,} file(s) applied" + (f" ({what})" if what else ""))
+            parts.append(f"+{self.rows_inserted:,} ~{self.rows_updated:,} -{self.rows_deleted:,} rows")
         if self.missing_sequence is not None:
             parts.append(f"waiting for sequence number {self.missing_sequence}")
         if self.is_failed:
@@ -120,7 +120,7 @@ class MirrorRun:
 
     def __repr__(self) -> str:
         head = (
-            f"MirrorRun({len(self.tables)} table(s), {self.files_applied} file(s) applied "
+            f"MirrorRun({len(self.tables):,} table(s), {self.files_applied:,} file(s) applied "
             f"in {self.seconds:.2f} s"
         )
         if not self.tables:
@@ -137,9 +137,9 @@ class MirrorRun:
                     r.status,
                     r.event,
                     ", ".join(r.files_applied),
-                    r.rows_inserted,
-                    r.rows_updated,
-                    r.rows_deleted,
+                    f"{r.rows_inserted:,}",
+                    f"{r.rows_updated:,}",
+                    f"{r.rows_deleted:,}",
                     "" if r.missing_sequence is None else r.missing_sequence,
                     r.error,
                 )
@@ -162,6 +162,6 @@ class MirrorRun:
             )
         )
         return (
-            f"<div><b>Mirror pass</b>: {len(self.tables)} table(s), {self.files_applied} file(s) applied "
+            f"<div><b>Mirror pass</b>: {len(self.tables):,} table(s), {self.files_applied:,} file(s) applied "
             f"in {self.seconds:.2f} s<table><tr>{head}</tr>{rows}</table></div>"
         )

@@ -15,7 +15,7 @@ import tempfile
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb.errors import ConfigError
+from openmirror_nb.errors import ConfigError, UnsupportedTypeError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,7 +45,10 @@ def arrow_to_spark(data: Any, *, spark: SparkSession | None = None) -> DataFrame
         spark = get_spark()
     path = f"{_scratch()}/{uuid.uuid4().hex}.parquet"
     pq.write_table(table, path)
-    return spark.read.parquet(path)
+    # pyarrow writes the proleptic calendar but no Spark version in the file, so Spark 3.x would
+    # refuse (or rebase) dates before 1582 and timestamps before 1900 unless told: per read, the
+    # session's confs stay the user's.
+    return spark.read.options(datetimeRebaseMode="CORRECTED", int96RebaseMode="CORRECTED").parquet(path)
 
 
 def _as_table(data: Any, pa: Any) -> Any:
@@ -65,6 +68,12 @@ def _plain(field: Any, column: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if pa.types.is_null(field.type):
+        # Spark would read a Parquet column of Arrow's null type as INT: a wrong type, fixed forever
+        raise UnsupportedTypeError(
+            f"Column {field.name!r} holds only NULLs with no type; give it one, e.g. "
+            f"df[{field.name!r}].astype('string') in pandas or pa.array(values, type=pa.string())."
+        )
     kind = _plain_type(field.type)
     if pa.types.is_uint64(field.type):
         top = pc.max(column).as_py() if len(column) else 0

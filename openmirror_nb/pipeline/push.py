@@ -24,6 +24,7 @@ from openmirror_nb.landing_zone.lifecycle import settle
 from openmirror_nb.landing_zone.metadata import metadata_bytes, partner_events_bytes
 from openmirror_nb.landing_zone.publish import crash_point, publish
 from openmirror_nb.landing_zone.push_state import PushState, next_state
+from openmirror_nb.landing_zone.reseed_journal import LOADED, read_reseed
 from openmirror_nb.landing_zone.table_folder import TableFolder, new_incarnation
 from openmirror_nb.model import (
     ROW_MARKER,
@@ -63,9 +64,19 @@ class _Stale(Exception):
 
 
 def run_push(
-    storage: Storage, df: DataFrame, request: PushRequest, progress: ProgressCallback | None = None
+    storage: Storage,
+    df: DataFrame,
+    request: PushRequest,
+    progress: ProgressCallback | None = None,
+    *,
+    lock_held: bool = False,
+    reseed: bool = False,
 ) -> PushResult:
-    """Push one DataFrame to one table (see ``MirroredDatabase.push``), telling ``progress``."""
+    """Push one DataFrame to one table (see ``MirroredDatabase.push``), telling ``progress``.
+
+    ``lock_held``: the caller holds the table lock (a reseed, which loads under its own lock);
+    ``reseed``: this push is a reseed's reload, which a reseed in progress lets through.
+    """
     started = time.monotonic()
     table = str(request.table)
 
@@ -74,17 +85,28 @@ def run_push(
 
     emit(progress, say(Validating))
     home = TableFolder(storage, request.table)
+
+    def locked(life: str | None, reseeding: bool) -> tuple[tuple[str, ...], PushResult]:
+        _check_life(home, life, reseed=reseed, reseeding=reseeding)
+        removed = settle(home).removed
+        try:
+            return removed, _attempt(home, df, request, started=started, say=say, progress=progress)
+        except _Stale:
+            removed += settle(home).removed
+            return removed, _attempt(home, df, request, started=started, say=say, progress=progress)
+
     try:
-        held = home.lock_status()
-        if held.held:
-            emit(progress, say(WaitingForLock, holder=held.holder, since=held.since))
-        with home.lock(timeout=request.lock_timeout):
-            removed = settle(home).removed
-            try:
-                result = _attempt(home, df, request, started=started, say=say, progress=progress)
-            except _Stale:
-                removed += settle(home).removed
-                result = _attempt(home, df, request, started=started, say=say, progress=progress)
+        if lock_held:
+            removed, result = locked(None, False)
+        else:
+            held = home.lock_status()
+            life = _incarnation(home)
+            running = read_reseed(home)
+            reseeding = running is not None and running.done < LOADED
+            if held.held:
+                emit(progress, say(WaitingForLock, holder=held.holder, since=held.since))
+            with home.lock(timeout=request.lock_timeout):
+                removed, result = locked(life, reseeding)
     except PushCancelledError as exc:
         emit(progress, say(Cancelled, decided=exc.decided))
         raise
@@ -188,6 +210,35 @@ def _attempt(
             decided=True,
         )
     return result
+
+
+def _incarnation(home: TableFolder) -> str | None:
+    try:
+        state = home.read_state()
+    except LandingZoneError:
+        return None  # settled (or reported) under the lock
+    return state.incarnation if state else None
+
+
+def _check_life(home: TableFolder, life: str | None, *, reseed: bool, reseeding: bool) -> None:
+    """Refuse to push into a reseed that has not loaded yet, or into another life of the table
+    than the one this push started against (``life``; ``reseeding``: a reseed was running then):
+    it was reseeded while the push waited for the lock."""
+    if reseed:
+        return
+    table = str(home.ref)
+    running = read_reseed(home)
+    if running is not None and running.done < LOADED:
+        raise LandingZoneError(
+            f"Table {table} is being reseeded ({running.step_text}); a push waits until the new data "
+            f"is in: finish the reseed with db.apply_schema_change(plan, df, confirm={table!r})."
+        )
+    now = _incarnation(home)
+    if (life and now and now != life) or (reseeding and now):
+        raise LandingZoneError(
+            f"Table {table} was reseeded (or dropped and pushed again) while this push waited for its "
+            "lock; its schema and keys may have changed: check db.describe() and push again."
+        )
 
 
 def _check_source(request: PushRequest, state: PushState | None) -> None:

@@ -25,6 +25,7 @@ from openmirror_nb.errors import LandingZoneError, OpenMirrorError, did_you_mean
 from openmirror_nb.fabric.status import MirroringStatus, TableMirroringStatus
 from openmirror_nb.landing_zone.discovery import TableLocation, discover_tables
 from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA, data_file_name, is_ignored
+from openmirror_nb.landing_zone.reseed_journal import reseeds_in_progress
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.landing_zone.table_scan import DataFileInfo, TableScan, scan
 from openmirror_nb.mirror.progress import Applied
@@ -37,6 +38,7 @@ from openmirror_nb.status.records import (
     TableStatus,
 )
 from openmirror_nb.status.report import StatusReport
+from openmirror_nb.status.reseeds import with_reseeds
 from openmirror_nb.storage.base import Storage
 
 _SEQUENCE = re.compile(r"SequenceNumber:\s*(\d+)")
@@ -75,8 +77,15 @@ def build_report(
         now=moment,
     )
     locations = discover_tables(sources.landing_zone)
-    if table is not None:
+    reseeds = reseeds_in_progress(sources.landing_zone)
+    reseeding = table is not None and any(r.table.casefold() == table.casefold() for r in reseeds)
+    if table is not None and not reseeding:
         locations, listed = _only(TableRef.parse(table), locations, listed, sources.landing_zone)
+    elif table is not None:  # its folder may be gone: show what is left, and the reseed
+        want = TableRef.parse(table)
+        key = mirror_key(want.schema, want.name)
+        locations = [loc for loc in locations if mirror_key(loc.schema, loc.name) == key]
+        listed = {k: v for k, v in listed.items() if k == key}
     applied = _applied(sources, notes)
     empty = _empty_folders(sources.landing_zone, locations)
     for loc in locations:
@@ -88,6 +97,7 @@ def build_report(
         if loc.folder not in empty
     ]
     statuses += [_gone(m) for m in listed.values()]
+    statuses = with_reseeds(statuses, reseeds, table=table)
     foreign = _foreign(sources.landing_zone, empty) if table is None else []
     return StatusReport(
         target=target,

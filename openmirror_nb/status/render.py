@@ -64,8 +64,8 @@ def table_detail_html(t: TableStatus, now: datetime) -> str:
         ("status", t.status),
         ("folder", t.folder or "(deleted)"),
         ("last sequence", str(t.last_sequence)),
-        ("processed files", str(t.processed_files)),
-        ("ready to delete", str(t.ready_to_delete)),
+        ("processed files", f"{t.processed_files:,}"),
+        ("ready to delete", f"{t.ready_to_delete:,}"),
         ("rows", rows_text(t)),
         ("key-state rows", "-" if t.state_rows is None else f"{t.state_rows:,}"),
         ("last push", since(t.last_push, now)),
@@ -85,7 +85,7 @@ def table_detail_html(t: TableStatus, now: datetime) -> str:
         f"<td>{ago(max(0.0, now.timestamp() - f.mtime))} ago</td></tr>"
         for f in t.pending[:50]
     )
-    more = f"<div>... and {len(t.pending) - 50} more</div>" if len(t.pending) > 50 else ""
+    more = f"<div>... and {len(t.pending) - 50:,} more</div>" if len(t.pending) > 50 else ""
     pending = f"<b>Pending files</b><table>{files}</table>{more}" if files else "<i>No pending files.</i>"
     problems = "".join(f"<li>{html.escape(line)}</li>" for line in t.advice)
     return (

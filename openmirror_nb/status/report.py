@@ -82,17 +82,17 @@ def summary_line(report: StatusReport) -> str:
     counts: dict[str, int] = {}
     for t in report.tables:
         counts[t.health] = counts.get(t.health, 0) + 1
-    parts = ", ".join(f"{counts[h]} {h}" for h in HEALTH_ORDER if h in counts)  # worst first
+    parts = ", ".join(f"{counts[h]:,} {h}" for h in HEALTH_ORDER if h in counts)  # worst first
     count = len(report.tables)
-    return f"{count} table{'' if count == 1 else 's'}" + (f": {parts}" if parts else "")
+    return f"{count:,} table{'' if count == 1 else 's'}" + (f": {parts}" if parts else "")
 
 
 def _detail(t: TableStatus, now: datetime) -> str:
     if t.health in ("failed", "blocked", "warning"):
         return t.advice[0] if t.advice else t.status
     if t.pending:
-        return f"{len(t.pending)} pending, oldest waiting {ago(t.lag_seconds)}"
-    return f"{t.processed_files} processed, {rows_text(t)} rows, synced {since(t.last_sync, now)}"
+        return f"{len(t.pending):,} pending, oldest waiting {ago(t.lag_seconds)}"
+    return f"{t.processed_files:,} processed, {rows_text(t)} rows, synced {since(t.last_sync, now)}"
 
 
 def as_text(report: StatusReport) -> str:
@@ -125,8 +125,8 @@ def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = N
         last = "" if trend is None else f"<td>{trend.get(t.table, '')}</td>"
         out.append(
             f"<tr class='om-row' data-table='{name}'><td>{badge(t.health)}</td><td><b>{name}</b></td>"
-            f"<td>{html.escape(t.status)}</td><td style='text-align:right'>{len(t.pending)}</td>"
-            f"<td style='text-align:right'>{t.processed_files}</td>"
+            f"<td>{html.escape(t.status)}</td><td style='text-align:right'>{len(t.pending):,}</td>"
+            f"<td style='text-align:right'>{t.processed_files:,}</td>"
             f"<td>{html.escape(t.failed_file or '')}</td><td style='text-align:right'>{rows_text(t)}</td>"
             f"<td>{since(t.last_sync, now)}</td><td style='text-align:right'>{ago(t.lag_seconds)}</td>"
             f"{last}</tr>"

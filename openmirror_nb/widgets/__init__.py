@@ -1,5 +1,5 @@
-"""Notebook panels (ipywidgets): ``MonitorPane``. Each is one ``VBox`` laid out from the API's
-results; ``import openmirror_nb`` does not load this package, ``om.widgets`` does."""
+"""Notebook panels (ipywidgets): ``MonitorPane``, ``Onboarding``. Each is one ``VBox`` laid out
+from the API's results; ``import openmirror_nb`` does not load this package, ``om.widgets`` does."""
 
 from __future__ import annotations
 
@@ -13,5 +13,6 @@ except ImportError:  # pragma: no cover - the dev environment has it
     ) from None
 
 from openmirror_nb.widgets.monitor import MonitorPane
+from openmirror_nb.widgets.onboarding import Onboarding
 
-__all__ = ["MonitorPane"]
+__all__ = ["MonitorPane", "Onboarding"]

@@ -174,7 +174,7 @@ class Killed(BaseException):
     the trials above leave at the same step."""
 
 
-def _die(storage, journal, *, recovering):
+def _die(storage, journal, *, recovering, **progress):
     raise Killed
 
 

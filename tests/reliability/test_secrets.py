@@ -65,7 +65,7 @@ class Killed(BaseException):
     """Stands in for SIGKILL right after a push's journal was written."""
 
 
-def _killed(storage, journal, *, recovering):
+def _killed(storage, journal, *, recovering, **progress):
     raise Killed
 
 
