@@ -245,6 +245,7 @@ class MirroredDatabase:
             rows_per_file=DEFAULT_ROWS_PER_FILE,
             rows_before=info.state_rows,
             options=info.options,
+            last_push_seconds=state.load_seconds,
         )
 
     def apply_schema_change(

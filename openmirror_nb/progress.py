@@ -228,9 +228,11 @@ class WidgetProgress:
         elif isinstance(event, PushFailed | Cancelled):
             self.bar.bar_style = "warning" if isinstance(event, Cancelled) and event.decided else "danger"
         colour = "#c62828" if isinstance(event, PushFailed) else "inherit"
+        # a button cannot be clicked while the cell runs: interrupting the kernel is the cancel
+        hint = " · interrupt the kernel (■) to cancel" if isinstance(event, Validating | Staging) else ""
         self.label.value = (
             f"<span style='color:{colour}'>{html.escape(event.table)}: {html.escape(event.text)} "
-            f"<small>({event.elapsed:.1f} s)</small></span>"
+            f"<small>({event.elapsed:.1f} s{hint})</small></span>"
         )
 
 

@@ -134,6 +134,7 @@ def test_a_type_change_is_reseeded_the_mirror_drops_then_gets_the_table_back(spa
     plan = db.plan_schema_change("sales.orders", df)
     assert plan.needs_reseed and kinds(plan.changes) == [("type_changed", "qty", "reseed")]
     assert plan.rows == 40 and plan.files == 1 and "reseed required: reload 40 rows" in repr(plan)
+    assert plan.last_push_seconds and "the table's initial load took" in plan.summary
     assert "om-plan" in plan._repr_html_()
     seen = {}
 

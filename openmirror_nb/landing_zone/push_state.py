@@ -39,6 +39,7 @@ class PushState:
         source: The Delta table ``db.sync_delta`` keeps this table in step with, if any.
         source_version: The version of ``source`` the table holds; committed with the push
             that published it, so a crash can neither skip nor repeat a version.
+        load_seconds: How long the initial load took to stage (what a reseed costs again).
     """
 
     key_columns: tuple[str, ...]
@@ -55,6 +56,7 @@ class PushState:
     last_push: float | None = None
     source: str | None = None
     source_version: int | None = None
+    load_seconds: float | None = None
 
     @property
     def pushes_since_base(self) -> int:
@@ -106,6 +108,7 @@ class PushState:
             last_push=_time(doc.get("last_push")),
             source=doc.get("source"),
             source_version=_count(doc.get("source_version")),
+            load_seconds=_time(doc.get("load_seconds")),
         )
 
 
@@ -121,10 +124,12 @@ def next_state(
     now: float,
     buckets: int | None = None,
     source: tuple[str, int] | None = None,
+    seconds: float | None = None,
 ) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
-    ``prior``. ``source``: the (Delta table, version) the push brings the table to."""
+    ``prior``. ``source``: the (Delta table, version) the push brings the table to; ``seconds``:
+    how long the push took to decide (kept for the initial load, what a reseed costs again)."""
     before = prior or PushState(
         key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
     )
@@ -153,6 +158,7 @@ def next_state(
         last_push=now,
         source=source[0] if source else before.source,
         source_version=source[1] if source else before.source_version,
+        load_seconds=seconds if prior is None else before.load_seconds,
     )
 
 

@@ -177,6 +177,7 @@ def _attempt(
                 push_id=push_id,
                 incarnation=incarnation,
                 staged_against=state,
+                started=started,
             )
             journaled = True
             done = publish(
@@ -296,6 +297,7 @@ def _decide(
     push_id: str,
     incarnation: str,
     staged_against: PushState | None,
+    started: float,
 ) -> tuple[Journal, int]:
     """Re-check the table as it is now and assign sequence numbers (under the table lock)."""
     name = str(request.table)
@@ -325,6 +327,7 @@ def _decide(
         now=time.time(),
         buckets=staged.buckets,
         source=request.source,
+        seconds=time.monotonic() - started,
     )
     # the key state a new base replaces goes once the new state is committed
     obsolete = tuple(state.key_state) if state and staged.new_base else ()

@@ -51,7 +51,8 @@ class SchemaPlan:
         rows: Rows of ``df`` (what a reseed reloads).
         files: Files a reseed publishes (``rows`` over rows per file).
         rows_before: Rows in the table's key state before, when known.
-        last_push_seconds: How long the table's last push took, when recorded.
+        last_push_seconds: How long the table's initial load took, when recorded (what a
+            reload of about the same size costs again).
     """
 
     table: str
@@ -99,7 +100,7 @@ class SchemaPlan:
             return f"{self.table}: {len(self.changes)} change(s), all absorbed by the mirror; push as usual."
         cost = f"reload {self.rows:,} rows in {self.files:,} file(s)"
         if self.last_push_seconds is not None:
-            cost += f" (the last push took {self.last_push_seconds:.0f} s)"
+            cost += f" (the table's initial load took {self.last_push_seconds:.1f} s)"
         return (
             f"{self.table}: reseed required: {cost}. Meanwhile the mirrored table is gone, until the "
             "reload is mirrored."
@@ -256,6 +257,7 @@ def make_plan(
     rows_per_file: int,
     rows_before: int | None,
     options: TableOptions,
+    last_push_seconds: float | None = None,
 ) -> SchemaPlan:
     """The plan for pushing a DataFrame of schema ``df_schema`` (Spark JSON) with ``keys`` (``None``:
     the table's) to a table last pushed with ``state_schema`` and ``keys_before``."""
@@ -285,4 +287,5 @@ def make_plan(
         files=max(1, -(-rows // rows_per_file)),
         rows_before=rows_before,
         options=options,
+        last_push_seconds=last_push_seconds,
     )
