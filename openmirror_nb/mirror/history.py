@@ -12,10 +12,12 @@ from __future__ import annotations
 import html
 import json
 import math
+import operator
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import reduce
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -128,7 +130,8 @@ class KeyHistory:
     def __repr__(self) -> str:
         if not self.entries:
             return f"{self._title()}: {self._empty()}"
-        lines = [f"{self._title()}: {len(self.entries)} versions"]
+        count = len(self.entries)
+        lines = [f"{self._title()}: {count} version{'' if count == 1 else 's'}"]
         for e in self.entries:
             row = "(deleted)" if e.row is None else ", ".join(f"{k}={v!r}" for k, v in e.row.items())
             when, files = utc_text(e.timestamp), e._files_text()
@@ -140,20 +143,17 @@ class KeyHistory:
         if not self.entries:
             return f"<div>{title}: <i>{html.escape(self._empty())}</i></div>"
         columns = self._columns()
-        head = "".join(
-            f"<th>{html.escape(c)}</th>" for c in ["version", "committed", "operation", "files", *columns]
-        )
-        body = "".join(
-            "<tr>"
-            + "".join(
-                f"<td>{html.escape(text)}</td>"
-                for text in [str(e.version), utc_text(e.timestamp), e.operation, e._files_text()]
-                + [_cell((e.row or {}).get(c)) for c in columns]
-            )
-            + "</tr>"
+        rows = [["version", "committed", "operation", "files", *columns]] + [
+            [str(e.version), utc_text(e.timestamp), e.operation, e._files_text()]
+            + ["" if e.row is None or e.row.get(c) is None else str(e.row[c]) for c in columns]
             for e in self.entries
+        ]
+        tag = ["th"] + ["td"] * len(self.entries)
+        body = "".join(
+            "<tr>" + "".join(f"<{t}>{html.escape(text)}</{t}>" for text in row) + "</tr>"
+            for t, row in zip(tag, rows, strict=True)
         )
-        return f"<div>{title}<table><tr>{head}</tr>{body}</table></div>"
+        return f"<div>{title}<table>{body}</table></div>"
 
     def _columns(self) -> list[str]:
         """The key columns, then every other column some entry's row has."""
@@ -232,10 +232,7 @@ def _typed(values: dict[str, Any], schema: pa.Schema, *, table: str) -> dict[str
 
 
 def _condition(values: dict[str, Any]) -> ds.Expression:
-    terms = [ds.field(column) == value for column, value in values.items()]
-    condition: ds.Expression = terms[0]
-    for term in terms[1:]:
-        condition = condition & term
+    condition: ds.Expression = reduce(operator.and_, [ds.field(c) == v for c, v in values.items()])
     return condition
 
 
@@ -317,11 +314,3 @@ def _applied_files(commit: dict[str, Any]) -> tuple[str, ...]:
     except (ValueError, AttributeError):
         return ()  # commit info written by something else: the files are unknown, not an error
     return tuple(str(n) for n in names)
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, list):
-        return ", ".join(map(str, value))
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return "" if value is None else str(value)
