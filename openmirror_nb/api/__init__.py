@@ -1,0 +1,59 @@
+"""The public API: ``connect()`` returns a ``MirroredDatabase`` handle; everything else is thin
+over it (magics, widgets, CLI). The handle's methods live in this package's modules by what they
+do: writing, schema changes, monitoring, reading mirrored tables."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from openmirror_nb.api.monitoring import Monitoring
+from openmirror_nb.api.reading import Reading
+from openmirror_nb.api.schema import SchemaChanges
+from openmirror_nb.api.writing import Writing
+from openmirror_nb.model import PartnerInfo
+from openmirror_nb.target import LocalTarget, parse_target
+
+
+class MirroredDatabase(Writing, SchemaChanges, Monitoring, Reading):
+    """A handle on one mirrored database: a local folder or a Fabric landing zone.
+
+    Create it with :func:`connect`.
+    """
+
+
+def connect(
+    target: str | os.PathLike[str] | None = None,
+    *,
+    credential: Any = None,
+    partner: PartnerInfo | None = None,
+    lock_timeout: float = 600.0,
+) -> MirroredDatabase:
+    """Open a mirrored database.
+
+    Args:
+        target: ``None`` for ``./openmirror-db``; a folder or ``file://`` URL for another local
+            mirrored database (created if missing); a OneLake landing-zone URL
+            (``https://onelake.dfs.fabric.microsoft.com/<ws>/<db>/Files/LandingZone`` or
+            ``abfss://<ws>@onelake.dfs.fabric.microsoft.com/<db>/Files/LandingZone``).
+        credential: An Azure ``TokenCredential`` for OneLake (default: notebook identity in
+            Fabric, else ``DefaultAzureCredential``).
+        partner: What ``_partnerEvents.json`` says about the publisher.
+        lock_timeout: Seconds a push waits for another writer of the same table.
+
+    Example:
+        >>> db = om.connect()
+    """
+    from openmirror_nb.storage.registry import open_storage
+
+    parsed = parse_target(target)
+    if isinstance(parsed, LocalTarget):
+        for folder in (parsed.landing_zone, parsed.monitoring, parsed.tables):
+            folder.mkdir(parents=True, exist_ok=True)
+    storage = open_storage(parsed, credential=credential)
+    return MirroredDatabase(
+        target=parsed, storage=storage, partner=partner, lock_timeout=lock_timeout, credential=credential
+    )
+
+
+__all__ = ["MirroredDatabase", "connect"]
