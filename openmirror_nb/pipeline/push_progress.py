@@ -63,7 +63,7 @@ def spark_stages(
         yield steps
     finally:
         stop.set()
-        poller.join(5)
+        poller.join(30)  # its last reading: the counts of the finished stages
         sc.setLocalProperty(_GROUP, before)  # type: ignore[arg-type]  # None removes it
 
 
@@ -73,7 +73,9 @@ def _poll(
     tracker = sc.statusTracker()
     seen: dict[int, tuple[int, int]] = {}  # stage id -> (tasks, tasks completed)
     last: tuple[int, int, int, int] | None = None
-    while not stop.wait(POLL_SECONDS):
+    while True:
+        # one last reading after the block ends, so a stage shorter than a poll is still counted
+        finished = stop.wait(POLL_SECONDS)
         try:
             active = set()
             for job in tracker.getJobIdsForGroup(group):
@@ -86,6 +88,8 @@ def _poll(
                         active.add(stage_id)
                     seen[stage_id] = (stage.numTasks, stage.numCompletedTasks)
         except Exception:  # the context is stopping, or py4j is busy: skip this reading
+            if finished:
+                return
             continue
         # a stage a job skipped (its output reused) never runs: count only stages that did
         ran = {s: v for s, v in seen.items() if s in active or v[1]}
@@ -102,6 +106,8 @@ def _poll(
                 Staging, step=steps.step, stages_done=done, stages=stages, tasks_done=tasks_done, tasks=tasks
             )
             emit(progress, event)
+        if finished:
+            return
 
 
 class HeldInterrupt:
