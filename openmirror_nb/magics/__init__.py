@@ -27,8 +27,9 @@ class OpenMirrorMagics(Magics):
         """Mirror DataFrames into an open-mirrored database; ``%openmirror -h`` lists the verbs.
 
         ``%openmirror connect [TARGET]``, ``push DF --table T [--keys K,...]``, ``status [T]``,
-        ``monitor``, ``onboard``, ``describe T``, ``drop T``, ``tables``, ``mirror [--once |
-        --start | --stop]``; ``%%openmirror push --table T`` pushes the cell's Spark SQL result.
+        ``monitor``, ``onboard``, ``describe T``, ``drop T``, ``schema T DF [--confirm T]``,
+        ``tables``, ``mirror [--once | --start | --stop]``; ``%%openmirror push --table T`` pushes
+        the cell's Spark SQL result.
         """
         return run(self.state, line, cell)
 

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from openmirror_nb.api import MirroredDatabase
     from openmirror_nb.mirror import LocalMirror, MirrorRun
     from openmirror_nb.model import DropResult, PushResult
+    from openmirror_nb.schema_change import ReseedResult
     from openmirror_nb.status.report import StatusReport
     from openmirror_nb.table_info import TableInfo
-    from openmirror_nb.widgets import MonitorPane, Onboarding
+    from openmirror_nb.widgets import MonitorPane, Onboarding, SchemaWizard
 
 
 class MagicState:
@@ -120,6 +121,25 @@ def drop(state: MagicState, args: argparse.Namespace) -> DropResult:
     return state.database().drop(args.table, wait=args.wait, timeout=args.timeout)
 
 
+def schema(state: MagicState, args: argparse.Namespace) -> SchemaWizard | ReseedResult:
+    """``om.widgets.SchemaWizard(db, T, df, keys=[K, ...])``: the plan, confirmed and run by mouse;
+    ``--confirm T``: ``plan = db.plan_schema_change(T, df, keys=[K, ...])``, then
+    ``db.apply_schema_change(plan, df, confirm=T, wait=not --no-wait)``."""
+    df = _named_frame(state, args.df, verb="schema")
+    db = state.database()
+    if args.confirm is None:
+        from openmirror_nb.widgets import SchemaWizard
+
+        return SchemaWizard(db, args.table, df, keys=args.keys, wait=not args.no_wait)
+    plan = db.plan_schema_change(args.table, df, keys=args.keys)
+
+    def say(step: int, what: str, phase: str) -> None:
+        if phase == "done":  # one line per step, as the wizard shows them
+            print(f"step {step} of 6: {what}: done", flush=True)
+
+    return db.apply_schema_change(plan, df, confirm=args.confirm, wait=not args.no_wait, on_step=say)
+
+
 def tables(state: MagicState, args: argparse.Namespace) -> list[str]:
     """``db.tables()``: the tables of the landing zone."""
     return state.database().tables()
@@ -160,6 +180,7 @@ VERBS: dict[str, Callable[[MagicState, argparse.Namespace], object]] = {
     "onboard": onboard,
     "describe": describe,
     "drop": drop,
+    "schema": schema,
     "tables": tables,
     "mirror": mirror,
 }
@@ -175,8 +196,8 @@ def is_frame(value: object) -> bool:
     )
 
 
-def _named_frame(state: MagicState, name: str | None) -> Any:
-    """The DataFrame a push names: a notebook variable, else a temp view or catalog table."""
+def _named_frame(state: MagicState, name: str | None, *, verb: str = "push") -> Any:
+    """The DataFrame a verb names: a notebook variable, else a temp view or catalog table."""
     if name is None:
         raise UsageError(
             f"{PROG} push: the following arguments are required: DF (or a cell of Spark SQL "
@@ -188,7 +209,7 @@ def _named_frame(state: MagicState, name: str | None) -> Any:
         if is_frame(value):
             return value
         raise UsageError(
-            f"{PROG} push: {name!r} is not a DataFrame but {type(value).__name__}; "
+            f"{PROG} {verb}: {name!r} is not a DataFrame but {type(value).__name__}; "
             "pass a Spark or pandas DataFrame, a temp view or a table."
         )
     spark = _active_spark()
@@ -196,7 +217,7 @@ def _named_frame(state: MagicState, name: str | None) -> Any:
         return spark.table(name)
     frames = sorted(k for k, v in namespace.items() if not k.startswith("_") and is_frame(v))
     hint = did_you_mean(name, frames) or (f" DataFrames here: {preview(frames)}." if frames else "")
-    raise UsageError(f"{PROG} push: no DataFrame, temp view or table is named {name!r}.{hint}")
+    raise UsageError(f"{PROG} {verb}: no DataFrame, temp view or table is named {name!r}.{hint}")
 
 
 def _cell_frame(sql: str) -> Any:

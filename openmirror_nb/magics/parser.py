@@ -23,6 +23,7 @@ USAGE = {
     "onboard": "",
     "describe": "T",
     "drop": "T [--wait] [--timeout S]",
+    "schema": "T DF [--keys K,...] [--confirm T] [--no-wait]",
     "tables": "",
     "mirror": "[--once | --start [--interval S] | --stop]",
 }
@@ -92,6 +93,12 @@ def build_parser() -> MagicParser:
     drop.add_argument("table", metavar="T")
     drop.add_argument("--wait", action="store_true", help="wait until the mirror no longer lists it")
     drop.add_argument("--timeout", type=_seconds, default=600.0, help="seconds to wait (default 600)")
+    schema = verb("schema", "plan a schema change of a table and carry it out (the wizard, or --confirm)")
+    schema.add_argument("table", metavar="T")
+    schema.add_argument("df", metavar="DF", help="variable, temp view or table with the new schema")
+    schema.add_argument("--keys", type=_names, default=None, help="the key columns from now on")
+    schema.add_argument("--confirm", default=None, metavar="T", help="run it now; T: the table's name again")
+    schema.add_argument("--no-wait", action="store_true", help="do not wait for the mirror to have it back")
     verb("tables", "the tables of the landing zone")
 
     mirror = verb("mirror", "replicate a local database into Delta tables")

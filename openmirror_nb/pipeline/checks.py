@@ -87,7 +87,8 @@ def check_against_state(
             raise SchemaChangeError(
                 f"Column {name!r} of table {table!r} changed type from {_short(before[name])} to "
                 f"{_short(kind)}; the mirror cannot change a column's type. Cast it back, or reseed: "
-                f"delete the table folder {table!r}, wait until the mirrored table is gone, push df again."
+                f"plan = db.plan_schema_change({table!r}, df); db.apply_schema_change(plan, df, "
+                f"confirm={table!r})."
             )
     if options.is_delimited and set(now) != set(before):
         added, dropped = sorted(set(now) - set(before)), sorted(set(before) - set(now))

@@ -1,5 +1,6 @@
-"""Notebook panels (ipywidgets): ``MonitorPane``, ``Onboarding``. Each is one ``VBox`` laid out
-from the API's results; ``import openmirror_nb`` does not load this package, ``om.widgets`` does."""
+"""Notebook panels (ipywidgets): ``MonitorPane``, ``Onboarding``, ``SchemaWizard``. Each is one
+``VBox`` laid out from the API's results; ``import openmirror_nb`` does not load this package,
+``om.widgets`` does."""
 
 from __future__ import annotations
 
@@ -14,5 +15,6 @@ except ImportError:  # pragma: no cover - the dev environment has it
 
 from openmirror_nb.widgets.monitor import MonitorPane
 from openmirror_nb.widgets.onboarding import Onboarding
+from openmirror_nb.widgets.schema_wizard import SchemaWizard
 
-__all__ = ["MonitorPane", "Onboarding"]
+__all__ = ["MonitorPane", "Onboarding", "SchemaWizard"]

@@ -1,7 +1,7 @@
 """``%openmirror`` through IPython's real ``InteractiveShell``: every verb against a real local
 mirrored database under ``tmp_path``, its usage errors, the one-line display of a failed verb,
 and the extension's load/unload. Tables are published by the real protocol without Spark where
-the verb does not need it; five tests use Spark."""
+the verb does not need it; six tests use Spark."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from openmirror_nb.landing_zone import TableFolder
 from openmirror_nb.magics import OpenMirrorMagics
 from openmirror_nb.mirror import LocalMirror, MirrorRun
 from openmirror_nb.model import DropResult
+from openmirror_nb.schema_change import Change, ReseedResult, SchemaPlan
 from openmirror_nb.status.report import StatusReport
 from openmirror_nb.table_info import TableInfo
 from tests.test_table_scan import META, parquet, push, seq
@@ -440,3 +441,98 @@ def test_push_a_pandas_dataframe(ip, spark, tmp_path):
     pushed = om_line(ip, "push people --table hr.people --keys id --quiet")
     assert (pushed.table, pushed.rows) == ("hr.people", {"initial": 2})
     assert om_line(ip, "tables") == ["hr.people"]
+
+
+# -- schema changes ------------------------------------------------------------------------------
+
+PLAN = SchemaPlan(
+    table="sales.orders",
+    changes=(Change("type_changed", "qty", "integer", "long", "reseed", "the mirror cannot change a type"),),
+    keys=("id",),
+    schema="{}",
+    rows=3,
+    files=1,
+)
+
+
+class PlanningDatabase:
+    """Stands in for ``plan_schema_change`` and ``apply_schema_change``: what the magic asked for."""
+
+    target = "file:///tmp/fake-db"
+
+    def __init__(self):
+        self.calls = []
+
+    def plan_schema_change(self, table, df, *, keys=None):
+        self.calls.append(("plan", table, df, keys))
+        return PLAN
+
+    def apply_schema_change(self, plan, df, **kwargs):
+        self.calls.append(("apply", plan, df, kwargs))
+        return "applied"
+
+
+def test_schema_is_the_wizard_or_with_confirm_the_api_calls(ip):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": [1], "qty": [2]})
+    ip.user_ns["orders_v2"] = frame
+    db = state(ip).db = PlanningDatabase()
+    line = "schema sales.orders orders_v2 --keys id,region --confirm sales.orders --no-wait"
+    assert om_line(ip, line) == "applied"
+    wizard = om_line(ip, "schema sales.orders orders_v2")
+    try:
+        assert isinstance(wizard, om.widgets.SchemaWizard) and wizard.plan is PLAN
+        assert wizard.run_button.disabled and wizard.result is None  # nothing runs without the name
+    finally:
+        wizard.close()
+    applied = db.calls[1][3]
+    assert callable(applied.pop("on_step"))  # prints one line per step done
+    assert db.calls == [
+        ("plan", "sales.orders", frame, ["id", "region"]),
+        ("apply", PLAN, frame, {"confirm": "sales.orders", "wait": False}),
+        ("plan", "sales.orders", frame, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "schema",
+            "%openmirror schema: the following arguments are required: T, DF\nusage: %openmirror schema T DF",
+        ),
+        ("schema sales.orders", "%openmirror schema: the following arguments are required: DF"),
+        ("schema sales.orders orders_v2 --confirm", "argument --confirm: expected one argument"),
+        (
+            "schema sales.orders ordrs_v2",
+            "%openmirror schema: no DataFrame, temp view or table is named 'ordrs_v2'",
+        ),
+    ],
+)
+def test_schema_usage_errors(ip, line, message):
+    pd = pytest.importorskip("pandas")
+    ip.user_ns["orders_v2"] = pd.DataFrame({"id": [1]})
+    with pytest.raises(UsageError) as caught:
+        om_line(ip, line)
+    assert message in str(caught.value)
+
+
+@pytest.mark.spark
+def test_schema_with_confirm_reseeds_and_verifies(ip, spark, tmp_path):
+    om_line(ip, f"connect {tmp_path / 'db'}")
+    ip.user_ns["orders"] = spark.range(30).selectExpr("id", "CAST(id AS INT) AS qty")
+    om_line(ip, "push orders --table sales.orders --keys id --quiet")
+    ip.user_ns["orders_v2"] = spark.range(20).selectExpr("id", "CAST(id AS BIGINT) * 2 AS qty")
+    wizard = om_line(ip, "schema sales.orders orders_v2")
+    try:
+        assert wizard.plan.needs_reseed and wizard.run_button.disabled
+    finally:
+        wizard.close()
+    with pytest.raises(
+        ConfigError, match=r"confirm must be the table's name, 'sales.orders' \(got 'orders'\)"
+    ):
+        om_line(ip, "schema sales.orders orders_v2 --confirm orders")
+    result = om_line(ip, "schema sales.orders orders_v2 --confirm sales.orders")
+    assert isinstance(result, ReseedResult) and result.verified and result.mirrored_rows == 20
+    mirrored = state(ip).db.read_table("sales.orders", as_pandas=True).sort_values("id")
+    assert list(mirrored["qty"]) == [i * 2 for i in range(20)]

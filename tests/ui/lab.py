@@ -386,7 +386,7 @@ _JS_OPEN_STATE = """() => {
   const dialog = document.querySelector('.jp-Dialog');
   if (dialog) return 'dialog: ' + dialog.innerText;
   const app = window.jupyterapp;
-  if (!app) return 'no window.jupyterapp: start the server with --LabApp.expose_app_in_browser';
+  if (!app) return false;  // the page's scripts are still loading (the timeout error says more)
   const panel = [...app.shell.widgets('main')].find(w => w.sessionContext && w.content && w.content.model);
   if (!panel || !panel.node.querySelector('.jp-Notebook .jp-Cell')) return false;
   // The toolbar's indicator also says "idle" while there is no kernel yet: ask the kernel connection.
@@ -461,7 +461,15 @@ def open_notebook(
         state = page.wait_for_function(_JS_OPEN_STATE, timeout=timeout, polling=100).json_value()
     except PlaywrightTimeout as e:
         info = page.evaluate(_JS_PROMPTS)
-        raise LabError(f"{path}: notebook or kernel not ready after {timeout / 1000:.0f}s ({info})") from e
+        app = page.evaluate("() => Boolean(window.jupyterapp)")
+        why = (
+            ""
+            if app
+            else "; no window.jupyterapp: is the server started with --LabApp.expose_app_in_browser?"
+        )
+        raise LabError(
+            f"{path}: notebook or kernel not ready after {timeout / 1000:.0f}s ({info}{why})"
+        ) from e
     if state != "idle":
         raise LabError(f"{path}: {state}")
     if not file_browser:
