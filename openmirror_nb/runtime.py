@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openmirror_nb.errors import MissingDependencyError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -30,8 +32,13 @@ def get_spark() -> SparkSession:
     Runtime 1.3) and 4.x behave alike (stack.md gotcha 1). A session this starts logs ERROR and
     above only, from its launch on; a session or context the user started keeps its level.
     """
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise MissingDependencyError(
+            "This needs Spark: pip install 'openmirror-nb[spark]' (Fabric notebooks have it)."
+        ) from None
 
     active = SparkSession.getActiveSession()
     if active is not None:
