@@ -104,5 +104,8 @@ def _parse_onelake(text: str, scheme: str, netloc: str, path: str) -> OneLakeTar
         raise ConfigError(f"connect() target {text!r} is not a OneLake landing zone; {_ONELAKE_HINT}.")
     item, rest = item_parts[0], "/".join(item_parts[1:])
     if rest.rstrip("/") not in ("", LANDING_ZONE):
-        raise ConfigError(f"connect() target {text!r} points below the landing zone; {_ONELAKE_HINT}.")
+        raise ConfigError(
+            f"connect() target {text!r} is not the item's landing zone ({rest.rstrip('/')!r} is not "
+            f"{LANDING_ZONE}); {_ONELAKE_HINT}."
+        )
     return OneLakeTarget(workspace=workspace, item=item, host=host.lower())
