@@ -29,6 +29,7 @@ from openmirror_nb.status.records import HEALTH_ORDER
 from openmirror_nb.status.render import badge, sparkline_svg
 from openmirror_nb.status.render import table_detail_html as detail_html
 from openmirror_nb.status.report import grid_html, replicator_line, summary_line
+from openmirror_nb.widgets.tree import close_children
 
 if TYPE_CHECKING:
     from openmirror_nb.api import MirroredDatabase
@@ -165,18 +166,7 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
             super().close()
             return
         self.stop()
-        for child in (
-            self.header,
-            self.refresh_button,
-            self.auto_toggle,
-            self.interval_box,
-            self.mirror_toggle,
-            self.table_picker,
-            self.grid,
-            self.detail,
-            self.status_line,
-        ):
-            child.close()
+        close_children(self)
         _LIVE.discard(self)
         super().close()
 

@@ -24,6 +24,7 @@ from openmirror_nb.model import PushResult
 from openmirror_nb.progress import WidgetProgress
 from openmirror_nb.widgets.push_options import PushOptions
 from openmirror_nb.widgets.target_table import TargetTable
+from openmirror_nb.widgets.tree import close_children
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -146,11 +147,7 @@ class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hint
 
     def close(self) -> None:
         """Close the panel and every widget in it (each holds a comm of its own)."""
-        stack = list(self.children)
-        while stack:
-            child = stack.pop()
-            stack.extend(getattr(child, "children", ()))
-            child.close()
+        close_children(self)
         super().close()
 
     def rescan(self) -> None:

@@ -21,6 +21,7 @@ import ipywidgets as w
 from openmirror_nb.errors import OpenMirrorError, ReseedError
 from openmirror_nb.landing_zone.reseed_journal import STEPS
 from openmirror_nb.progress import ProgressEvent, WidgetProgress
+from openmirror_nb.widgets.tree import close_children
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -134,11 +135,7 @@ class SchemaWizard(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hi
 
     def close(self) -> None:
         """Close the panel and every widget in it (each holds a comm of its own)."""
-        stack = list(self.children)
-        while stack:
-            child = stack.pop()
-            stack.extend(getattr(child, "children", ()))
-            child.close()
+        close_children(self)
         super().close()
 
     # -- handlers -------------------------------------------------------------------------------
