@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.api.base import DatabaseBase
@@ -36,16 +37,11 @@ class Reading(DatabaseBase):
         Example:
             >>> db.read_table("sales.orders", as_pandas=True, as_of="2024-05-01T12:00:00Z")
         """
-        ref = TableRef.parse(table)
-        folder = f"Tables/{ref.schema or DEFAULT_SCHEMA}/{ref.name}"
-        if not isinstance(self.target, LocalTarget):
-            raise NotSupportedError(
-                f"read_table reads a local mirror; in Fabric read {folder} with Spark "
-                "(option versionAsOf or timestampAsOf for an earlier version)."
-            )
+        path = self._mirrored(
+            table, "read_table", "(option versionAsOf or timestampAsOf for an earlier version)"
+        )
         from openmirror_nb.mirror.delta_read import read_delta_pandas, read_delta_spark
 
-        path = self.target.root / folder
         if as_pandas:
             frame: pd.DataFrame = read_delta_pandas(path, as_of=as_of)
             return frame
@@ -67,14 +63,16 @@ class Reading(DatabaseBase):
         Example:
             >>> db.history("sales.orders", key={"order_id": 7}).to_pandas()
         """
-        ref = TableRef.parse(table)
-        folder = f"Tables/{ref.schema or DEFAULT_SCHEMA}/{ref.name}"
-        if not isinstance(self.target, LocalTarget):
-            raise NotSupportedError(
-                f"history reads a local mirror; in Fabric read {folder} with Spark "
-                "(DESCRIBE HISTORY, then option versionAsOf per version)."
-            )
+        path = self._mirrored(table, "history", "(DESCRIBE HISTORY, then option versionAsOf per version)")
         from openmirror_nb.mirror.history import key_history
 
         keys = self.describe(table).keys
-        return key_history(self.target.root / folder, table=str(ref), keys=keys, key=key)
+        return key_history(path, table=str(TableRef.parse(table)), keys=keys, key=key)
+
+    def _mirrored(self, table: str, verb: str, how: str) -> Path:
+        """The local mirror's Delta folder of ``table``; on OneLake, what to do in Fabric instead."""
+        ref = TableRef.parse(table)
+        folder = f"Tables/{ref.schema or DEFAULT_SCHEMA}/{ref.name}"
+        if not isinstance(self.target, LocalTarget):
+            raise NotSupportedError(f"{verb} reads a local mirror; in Fabric read {folder} with Spark {how}.")
+        return self.target.root / folder

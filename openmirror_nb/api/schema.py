@@ -95,18 +95,12 @@ class SchemaChanges(DatabaseBase):
         from openmirror_nb.schema_change.run import apply_plan
         from openmirror_nb.schema_change.waits import Mirror
 
-        request = PushRequest.create(
+        request = PushRequest.snapshot(
             table=plan.table,
             keys=plan.keys,
-            order_by=(),
-            mode="snapshot",
-            op_column=None,
-            convention="rowmarker",
-            table_options=plan.options,
-            compression=None,
-            rows_per_file=DEFAULT_ROWS_PER_FILE,
             lock_timeout=self.lock_timeout,
             partner=self.partner,
+            table_options=plan.options,
         )
         return apply_plan(
             storage=self.storage,

@@ -98,8 +98,10 @@ class Writing(DatabaseBase):
             >>> db = om.connect()
             >>> db.push(df, table="sales.orders", keys=["order_id"])
         """
+        from openmirror_nb.pipeline.frame_input import as_spark_frame
         from openmirror_nb.pipeline.push import run_push
         from openmirror_nb.pipeline.request import PushRequest
+        from openmirror_nb.progress import resolve
 
         request = PushRequest.create(
             table=table,
@@ -117,11 +119,7 @@ class Writing(DatabaseBase):
             compact=compact,
             strict_delete=strict_delete,
         )
-        from openmirror_nb.pipeline.frame_input import as_spark_frame
-
         df = as_spark_frame(df)  # a pandas or Arrow frame becomes a Spark one; others are refused here
-        from openmirror_nb.progress import resolve
-
         return run_push(self.storage, df, request, resolve(progress))
 
     def sync_delta(
@@ -142,19 +140,8 @@ class Writing(DatabaseBase):
         from openmirror_nb.pipeline.request import PushRequest
         from openmirror_nb.runtime import get_spark
 
-        request = PushRequest.create(
-            table=table,
-            keys=keys,
-            order_by=(),
-            mode="snapshot",
-            op_column=None,
-            convention="rowmarker",
-            table_options=None,
-            compression=None,
-            rows_per_file=DEFAULT_ROWS_PER_FILE,
-            lock_timeout=self.lock_timeout,
-            partner=self.partner,
-            compact=compact,
+        request = PushRequest.snapshot(
+            table=table, keys=keys, lock_timeout=self.lock_timeout, partner=self.partner, compact=compact
         )
         return sync_delta(self.storage, DeltaSource.open(source, get_spark()), request)
 

@@ -234,7 +234,7 @@ def _check_life(home: TableFolder, life: str | None, *, reseed: bool, reseeding:
             f"Table {table} is being reseeded ({running.step_text}); a push waits until the new data "
             f"is in: finish the reseed with db.apply_schema_change(plan, df, confirm={table!r})."
         )
-    now = _incarnation(home)
+    now = _incarnation(home) if life or reseeding else None  # the state is read once more only then
     if (life and now and now != life) or (reseeding and now):
         raise LandingZoneError(
             f"Table {table} was reseeded (or dropped and pushed again) while this push waited for its "

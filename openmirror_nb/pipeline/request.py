@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 from openmirror_nb.errors import ConfigError
 from openmirror_nb.model import (
+    DEFAULT_ROWS_PER_FILE,
     Compression,
     Convention,
     PartnerInfo,
@@ -70,6 +71,33 @@ class PushRequest:
             keys=tuple(keys) if keys else None,
             order_by=tuple(order_by),
             **fields,
+        )
+
+    @classmethod
+    def snapshot(
+        cls,
+        *,
+        table: str,
+        keys: Sequence[str] | None,
+        lock_timeout: float,
+        partner: PartnerInfo,
+        table_options: TableOptions | None = None,
+        compact: bool = False,
+    ) -> PushRequest:
+        """A plain snapshot push with the defaults (``sync_delta``, a reseed's reload)."""
+        return cls.create(
+            table=table,
+            keys=keys,
+            order_by=(),
+            mode="snapshot",
+            op_column=None,
+            convention="rowmarker",
+            table_options=table_options,
+            compression=None,
+            rows_per_file=DEFAULT_ROWS_PER_FILE,
+            lock_timeout=lock_timeout,
+            partner=partner,
+            compact=compact,
         )
 
     def __post_init__(self) -> None:
