@@ -13,8 +13,13 @@ REQUIRED = ("samples", "notebooks", "widgets")
 root = pathlib.Path(__file__).resolve().parent.parent
 
 
+# Build output of scripts/docs (not committed): the samples executed with their outputs, and the site.
+BUILT = (("docs", "samples"), ("site",))
+
+
 def skipped(nb: pathlib.Path) -> bool:
-    return ".venv" in nb.parts or ".ipynb_checkpoints" in nb.parts
+    built = any(nb.parts[: len(prefix)] == prefix for prefix in BUILT)
+    return built or ".venv" in nb.parts or ".ipynb_checkpoints" in nb.parts
 
 
 failed = False

@@ -130,14 +130,17 @@ class TableOptions:
 
     @property
     def is_delimited(self) -> bool:
+        """Whether the table's files are delimited text (csv, tsv, psv) rather than Parquet."""
         return self.file_format != "parquet"
 
     @property
     def extension(self) -> str:
+        """The data files' extension, without the dot."""
         return self.file_format
 
     @property
     def column_separator(self) -> str:
+        """The separator delimited files use: the one set, else the format's own."""
         return self.delimited.separator or _SEPARATORS.get(self.file_format, ",")
 
 
@@ -178,6 +181,7 @@ class PushResult:
 
     @property
     def total_rows(self) -> int:
+        """All rows published, of every change kind."""
         return sum(self.rows.values())
 
     def _summary(self) -> str:

@@ -73,6 +73,7 @@ class LocalMirror:
 
     @property
     def root(self) -> Path:
+        """The local mirrored database's folder (``Files/``, ``Tables/`` inside)."""
         return self._target.root
 
     @property
@@ -87,6 +88,7 @@ class LocalMirror:
 
     @property
     def is_running(self) -> bool:
+        """Whether the background thread ``start`` began is still replicating."""
         return self._thread is not None and self._thread.is_alive()
 
     def table_path(self, table: str) -> Path:

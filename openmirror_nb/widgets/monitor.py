@@ -126,14 +126,17 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
 
     @property
     def selected_table(self) -> str | None:
+        """The table whose files the pane details, if one is picked."""
         return self.table_picker.value or None
 
     @property
     def auto_refreshing(self) -> bool:
+        """Whether auto-refresh is on (its thread is alive)."""
         return self._thread is not None and self._thread.is_alive()
 
     @property
     def mirror(self) -> LocalMirror | None:
+        """The local mirror the pane's switch runs, for a local database; else ``None``."""
         return self._mirror
 
     def on_refresh(self, callback: Callable[[StatusReport], None]) -> None:

@@ -118,27 +118,33 @@ class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hint
 
     @property
     def sources(self) -> list[Source]:
+        """Every source the picker offers: notebook DataFrames, temp views, catalog tables."""
         return [s for _, s in self.source_picker.options if isinstance(s, Source)]
 
     @property
     def source(self) -> Source | None:
+        """The picked source, if any."""
         picked = self.source_picker.value
         return picked if isinstance(picked, Source) else None
 
     @property
     def key_columns(self) -> tuple[str, ...]:
+        """The key columns selected for the push."""
         return tuple(self.key_select.value)
 
     @property
     def suggested_keys(self) -> list[tuple[str, ...]]:
+        """Columns, else pairs of columns, never NULL and unique in the picked source."""
         return list(self._suggestions)
 
     @property
     def key_profile(self) -> KeyProfile | None:
+        """Uniqueness and NULL counts of the selected key columns, once profiled."""
         return self._profile
 
     @property
     def push_result(self) -> PushResult | None:
+        """What the last push from the panel published, if it ran."""
         return self._result
 
     def on_push(self, callback: Callable[[PushResult], None]) -> None:

@@ -1,0 +1,1 @@
+"""The push pipeline: validate, normalize, diff or convert changes, stage on Spark, publish."""
