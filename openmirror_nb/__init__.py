@@ -29,30 +29,58 @@ from openmirror_nb.errors import (
 )
 from openmirror_nb.model import (
     DelimitedTextOptions,
+    DropResult,
     PartnerInfo,
     PushResult,
+    Recovery,
     RowMarker,
+    SyncResult,
     TableOptions,
+)
+from openmirror_nb.progress import (
+    Cancelled,
+    Committing,
+    Finished,
+    ProgressEvent,
+    Publishing,
+    PushFailed,
+    Staging,
+    Validating,
+    WaitingForLock,
 )
 
 if TYPE_CHECKING:
     from openmirror_nb import widgets
     from openmirror_nb.api import MirroredDatabase, connect
-    from openmirror_nb.mirror import LocalMirror
+    from openmirror_nb.mirror import LocalMirror, MirrorRun, SyncLimits, TableRun
+    from openmirror_nb.mirror.history import KeyHistory, KeyVersion
     from openmirror_nb.pipeline.arrow_input import arrow_to_spark
+    from openmirror_nb.runtime import get_spark
+    from openmirror_nb.schema_change import Change, ReseedResult, SchemaPlan
+    from openmirror_nb.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
+    from openmirror_nb.table_info import ColumnInfo, TableInfo
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Cancelled",
+    "Change",
     "ChangeFeedError",
+    "ColumnInfo",
+    "Committing",
     "ConfigError",
     "DelimitedTextOptions",
+    "DropResult",
+    "Finished",
     "InvalidNameError",
     "KeyColumnsError",
+    "KeyHistory",
+    "KeyVersion",
     "LandingZoneError",
     "LocalMirror",
     "LockTimeoutError",
     "MirrorError",
+    "MirrorRun",
     "MirrorWaitTimeoutError",
     "MirroredDatabase",
     "MissingDependencyError",
@@ -60,25 +88,59 @@ __all__ = [
     "OpenMirrorError",
     "PartnerInfo",
     "PathExistsError",
+    "ProgressEvent",
+    "Publishing",
     "PushCancelledError",
+    "PushFailed",
     "PushResult",
+    "Reconciliation",
+    "Recovery",
+    "ReplicatorStatus",
     "ReseedError",
+    "ReseedResult",
     "RowMarker",
     "SchemaChangeError",
+    "SchemaPlan",
+    "Staging",
+    "StatusReport",
     "StorageError",
+    "SyncLimits",
+    "SyncResult",
+    "TableInfo",
     "TableOptions",
+    "TableRun",
+    "TableStatus",
     "UnsupportedTypeError",
+    "Validating",
+    "WaitingForLock",
     "__version__",
     "arrow_to_spark",
     "connect",
+    "get_spark",
     "widgets",
 ]
 
+# name -> the module that defines it; loaded on first use.
 _LAZY = {
     "arrow_to_spark": "openmirror_nb.pipeline.arrow_input",
     "connect": "openmirror_nb.api",
     "MirroredDatabase": "openmirror_nb.api",
+    "get_spark": "openmirror_nb.runtime",
     "LocalMirror": "openmirror_nb.mirror",
+    "MirrorRun": "openmirror_nb.mirror",
+    "TableRun": "openmirror_nb.mirror",
+    "SyncLimits": "openmirror_nb.mirror",
+    "KeyHistory": "openmirror_nb.mirror.history",
+    "KeyVersion": "openmirror_nb.mirror.history",
+    "Change": "openmirror_nb.schema_change",
+    "SchemaPlan": "openmirror_nb.schema_change",
+    "ReseedResult": "openmirror_nb.schema_change",
+    "StatusReport": "openmirror_nb.status",
+    "TableStatus": "openmirror_nb.status",
+    "ReplicatorStatus": "openmirror_nb.status",
+    "Reconciliation": "openmirror_nb.status",
+    "TableInfo": "openmirror_nb.table_info",
+    "ColumnInfo": "openmirror_nb.table_info",
 }
 
 

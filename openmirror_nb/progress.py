@@ -37,6 +37,7 @@ class ProgressEvent:
 
     @property
     def text(self) -> str:
+        """One line for a progress bar's label or a log: what the push is doing now."""
         return "working"
 
 

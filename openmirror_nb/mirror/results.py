@@ -56,6 +56,7 @@ class TableRun:
 
     @property
     def is_failed(self) -> bool:
+        """Whether the mirror stopped on one of the table's files (status ``Failed``)."""
         return self.status == "Failed"
 
     def _summary(self) -> str:
@@ -112,10 +113,12 @@ class MirrorRun:
 
     @property
     def files_applied(self) -> int:
+        """Data files applied in this pass, over every table."""
         return sum(len(r.files_applied) for r in self.tables)
 
     @property
     def failed(self) -> tuple[TableRun, ...]:
+        """The tables the mirror failed in this pass."""
         return tuple(r for r in self.tables if r.is_failed)
 
     def __repr__(self) -> str:

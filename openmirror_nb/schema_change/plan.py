@@ -84,6 +84,7 @@ class SchemaPlan:
 
     @property
     def needs_reseed(self) -> bool:
+        """Whether any change needs the table dropped and reloaded."""
         return any(c.action == "reseed" for c in self.changes)
 
     @property
@@ -94,6 +95,7 @@ class SchemaPlan:
 
     @property
     def summary(self) -> str:
+        """One line: no change, absorbed changes, or the reseed needed and what it costs."""
         if not self.changes:
             return f"{self.table}: no schema change; push as usual."
         if not self.needs_reseed:

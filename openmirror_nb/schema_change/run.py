@@ -76,10 +76,12 @@ class ReseedResult:
 
     @property
     def verified(self) -> bool | None:
+        """Whether the mirrored table holds as many rows as were pushed; ``None`` if not checked."""
         return None if self.mirrored_rows is None else self.mirrored_rows == self.rows
 
     @property
     def summary(self) -> str:
+        """One line: what was done to the table, and whether the result was verified."""
         if not self.reseeded:
             return f"{self.table}: no reseed needed; pushed {self.rows:,} rows."
         if self.mirrored_rows is None:
