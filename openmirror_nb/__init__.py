@@ -52,6 +52,7 @@ from openmirror_nb.progress import (
 if TYPE_CHECKING:
     from openmirror_nb import widgets
     from openmirror_nb.api import MirroredDatabase, connect
+    from openmirror_nb.keys import KeyProfile, profile_keys, suggest_keys
     from openmirror_nb.mirror import LocalMirror, MirrorRun, SyncLimits, TableRun
     from openmirror_nb.mirror.history import KeyHistory, KeyVersion
     from openmirror_nb.pipeline.arrow_input import arrow_to_spark
@@ -75,6 +76,7 @@ __all__ = [
     "InvalidNameError",
     "KeyColumnsError",
     "KeyHistory",
+    "KeyProfile",
     "KeyVersion",
     "LandingZoneError",
     "LocalMirror",
@@ -117,6 +119,8 @@ __all__ = [
     "arrow_to_spark",
     "connect",
     "get_spark",
+    "profile_keys",
+    "suggest_keys",
     "widgets",
 ]
 
@@ -139,6 +143,9 @@ _LAZY = {
     "TableStatus": "openmirror_nb.status",
     "ReplicatorStatus": "openmirror_nb.status",
     "Reconciliation": "openmirror_nb.status",
+    "KeyProfile": "openmirror_nb.keys",
+    "profile_keys": "openmirror_nb.keys",
+    "suggest_keys": "openmirror_nb.keys",
     "TableInfo": "openmirror_nb.table_info",
     "ColumnInfo": "openmirror_nb.table_info",
 }

@@ -67,6 +67,7 @@ ALLOWED: dict[str, set[str]] = {
         "progress",
         "runtime",
         "api",
+        "keys",
         "mirror",
         "pipeline",
         "schema_change",
@@ -158,9 +159,6 @@ def test_no_cycles_between_modules():
 # The public boundary (design §3, issue 24): notebooks see only the package root and the panels.
 PUBLIC = {"openmirror_nb", "openmirror_nb.widgets"}
 NOTEBOOK_FOLDERS = ("samples", "notebooks", "widgets")
-# Imports of internals that a notebook still needs until the API grows the call (key suggestions and
-# profiles for the onboarding gallery). The list may only shrink: an entry no longer needed fails.
-NOT_YET_PUBLIC = {("widgets/onboarding.ipynb", "openmirror_nb.keys")}
 
 
 def _notebook_imports() -> set[tuple[str, str]]:
@@ -186,6 +184,5 @@ def _notebook_imports() -> set[tuple[str, str]]:
 
 
 def test_notebooks_use_only_the_public_api():
-    internal = {(nb, m) for nb, m in _notebook_imports() if m not in PUBLIC}
-    assert sorted(internal - NOT_YET_PUBLIC) == [], "use `import openmirror_nb as om` (or om.widgets)"
-    assert sorted(NOT_YET_PUBLIC - internal) == [], "no longer needed: remove from NOT_YET_PUBLIC"
+    internal = sorted((nb, m) for nb, m in _notebook_imports() if m not in PUBLIC)
+    assert internal == [], "use `import openmirror_nb as om` (or om.widgets)"
