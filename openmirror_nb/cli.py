@@ -5,63 +5,54 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from openmirror_nb.errors import ConfigError, OpenMirrorError
-from openmirror_nb.model import TableOptions
-
-
-def _split(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+from openmirror_nb.grammar import PROGS, add_verbs, push_keywords
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="openmirror", description=__doc__)
-    verbs = parser.add_subparsers(dest="verb", required=True)
-
-    demo = verbs.add_parser("demo", help="push a sample table and a change batch, then mirror it")
-    demo.add_argument(
-        "path", nargs="?", default=None, help="local mirrored database (default: ./openmirror-db)"
-    )
-    demo.add_argument("--rows", type=int, default=10_000, help="rows in the sample table")
-
-    mirror = verbs.add_parser("mirror", help="replicate a local landing zone into Delta tables")
-    mirror.add_argument(
-        "path", nargs="?", default=None, help="local mirrored database (default: ./openmirror-db)"
-    )
-    when = mirror.add_mutually_exclusive_group()
-    when.add_argument("--once", action="store_true", help="one pass, then exit (1 if a table failed)")
-    when.add_argument("--interval", type=float, default=5.0, help="seconds between passes (default 5)")
-
-    push = verbs.add_parser("push", help="push a Parquet file or folder to a table")
-    push.add_argument("path", help="mirrored database: folder or OneLake URL")
-    push.add_argument("--table", required=True, help="name or schema.name")
-    push.add_argument("--keys", type=_split, default=None, help="key columns, comma-separated")
-    push.add_argument("--from", dest="source", required=True, help="Parquet file or folder to read")
-    push.add_argument("--mode", choices=("snapshot", "changes"), default="snapshot")
-    push.add_argument("--op-column", default=None, help="operation column of a change feed")
-    push.add_argument("--convention", choices=("rowmarker", "sys_op", "cdf", "debezium"), default="rowmarker")
-    push.add_argument("--order-by", type=_split, default=[], help="columns ordering each key's changes")
-    push.add_argument("--format", choices=("parquet", "csv", "tsv", "psv"), default=None)
-    push.add_argument("--compression", choices=("none", "snappy", "gzip", "zstd"), default=None)
-    push.add_argument("--rows-per-file", type=int, default=1_000_000)
-    drop = verbs.add_parser("drop", help="delete a table: its folder and everything kept about it")
-    drop.add_argument("path", help="mirrored database: folder or OneLake URL")
-    drop.add_argument("--table", required=True, help="name or schema.name")
-    drop.add_argument("--wait", action="store_true", help="wait until the mirror no longer lists it")
-    drop.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
-
-    status = verbs.add_parser("status", help="what is pending, processed, blocked or failed, per table")
-    status.add_argument(
-        "path",
-        nargs="?",
-        default=None,
-        help="mirrored database: folder or OneLake URL (default: ./openmirror-db)",
-    )
-    status.add_argument("--table", default=None, help="one table: name or schema.name")
-    status.add_argument("--json", action="store_true", help="print the report as JSON")
-    status.add_argument("--reconcile", action="store_true", help="also compare row counts (needs Spark)")
+    parser = argparse.ArgumentParser(prog=PROGS["cli"], description=__doc__)
+    add_verbs(parser, "cli")
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    # The forms the README documented before the database became --db: still accepted, with a warning.
+    hidden = argparse.SUPPRESS
+    verbs["push"].add_argument("--from", dest="legacy_source", default=None, help=hidden)
+    verbs["drop"].add_argument("--table", dest="legacy_table", default=None, help=hidden)
+    verbs["status"].add_argument("--table", dest="legacy_table", default=None, help=hidden)
+    verbs["mirror"].add_argument("legacy_path", nargs="?", default=None, help=hidden)
     return parser
+
+
+def _looks_like_a_database(value: str | None) -> bool:
+    # Table names hold no slash (names.py), so a slash, a URL or a database folder means a path.
+    return value is not None and (
+        any(c in value for c in ("/", "\\", "://")) or Path(value, "Files", "LandingZone").is_dir()
+    )
+
+
+def _legacy(args: argparse.Namespace) -> None:
+    """Rewrite an old form in place (``push PATH --from FILE``, ``drop PATH --table T``,
+    ``status PATH [--table T]``, ``mirror PATH``) and say what to write instead."""
+    verb, new = args.verb, None
+    if verb == "push" and args.legacy_source is not None:
+        args.db, args.df = args.df, args.legacy_source
+        new = f"openmirror push {args.df} --table {args.table} ... --db {args.db}"
+    elif verb == "drop" and args.legacy_table is not None:
+        args.db, args.table = args.table, args.legacy_table
+        new = f"openmirror drop {args.table} ... --db {args.db}"
+    elif verb == "status" and (args.legacy_table is not None or _looks_like_a_database(args.table)):
+        args.db, args.table = args.table, args.legacy_table
+        new = f"openmirror status {args.table or ''} ... --db {args.db}".replace("  ", " ")
+    elif verb == "mirror" and args.legacy_path is not None:
+        args.db = args.legacy_path
+        new = f"openmirror mirror ... --db {args.db}"
+    if new is not None:
+        print(
+            f"openmirror: the database before the verb's arguments is the old form; write: {new}",
+            file=sys.stderr,
+        )
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -73,30 +64,23 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _mirror(args: argparse.Namespace) -> int:
+    """``om.LocalMirror(path).run_once()`` (``--once``), else a pass every ``--interval`` seconds."""
     from openmirror_nb.mirror.command import mirror_command
 
-    return mirror_command(args.path, once=args.once, interval=args.interval)
+    return mirror_command(args.db, once=args.once, interval=5.0 if args.interval is None else args.interval)
 
 
 def _push(args: argparse.Namespace) -> int:
+    """``db.push(spark.read.parquet(DF), table=T, ...)``."""
     from openmirror_nb.api import connect
     from openmirror_nb.runtime import get_spark
 
-    db = connect(args.path)
-    df = get_spark().read.parquet(args.source)
-    result = db.push(
-        df,
-        table=args.table,
-        keys=args.keys,
-        mode=args.mode,
-        op_column=args.op_column,
-        convention=args.convention,
-        order_by=args.order_by,
-        table_options=TableOptions(file_format=args.format) if args.format else None,
-        compression=args.compression,
-        rows_per_file=args.rows_per_file,
-    )
-    print(result)
+    if args.df is None:
+        raise ConfigError(
+            "openmirror push: give the Parquet file or folder to push: openmirror push FILE --table T."
+        )
+    db = connect(args.db)
+    print(db.push(get_spark().read.parquet(args.df), **push_keywords(args)))
     return 0
 
 
@@ -104,7 +88,7 @@ def _drop(args: argparse.Namespace) -> int:
     """``db.drop(table, wait=..., timeout=...)``."""
     from openmirror_nb.api import connect
 
-    result = connect(args.path).drop(args.table, wait=args.wait, timeout=args.timeout)
+    result = connect(args.db).drop(args.table, wait=args.wait, timeout=args.timeout)
     print(result)
     for path in result.removed:
         print(f"  removed {path}")
@@ -116,21 +100,49 @@ def _status(args: argparse.Namespace) -> int:
     from openmirror_nb.api import connect
     from openmirror_nb.target import LocalTarget, parse_target
 
-    target = parse_target(args.path)
+    target = parse_target(args.db)
     if isinstance(target, LocalTarget) and not target.landing_zone.is_dir():
         # connect() would create it: a mistyped path in a scheduled job must not read as healthy
         raise ConfigError(f"No mirrored database at {target.root} (it has no Files/LandingZone).")
-    report = connect(args.path).status(args.table, reconcile=args.reconcile)
+    report = connect(args.db).status(args.table, reconcile=args.reconcile)
     print(json.dumps(report.to_dict(), indent=2) if args.json else str(report))
     return 1 if report.needs_attention else 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    """``db.describe(T)``."""
+    from openmirror_nb.api import connect
+
+    print(connect(args.db).describe(args.table))
+    return 0
+
+
+def _tables(args: argparse.Namespace) -> int:
+    """``db.tables()``, one per line."""
+    from openmirror_nb.api import connect
+
+    for name in connect(args.db).tables():
+        print(name)
+    return 0
+
+
+VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "demo": _demo,
+    "mirror": _mirror,
+    "push": _push,
+    "status": _status,
+    "describe": _describe,
+    "drop": _drop,
+    "tables": _tables,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``openmirror`` command; returns the exit code."""
     args = _parser().parse_args(argv)
+    _legacy(args)
     try:
-        verbs = {"demo": _demo, "mirror": _mirror, "push": _push, "drop": _drop, "status": _status}
-        return verbs[args.verb](args)
+        return VERBS[args.verb](args)
     except OpenMirrorError as exc:
         print(f"openmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -14,17 +14,17 @@ def test_cli_push_initial_and_changes(spark, tmp_path, capsys):
     src = tmp_path / "orders.parquet"
     pq.write_table(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}), src)
     db = tmp_path / "db"
-    assert main(["push", str(db), "--table", "sales.orders", "--keys", "id", "--from", str(src)]) == 0
+    assert main(["push", str(src), "--table", "sales.orders", "--keys", "id", "--db", str(db)]) == 0
     assert "sales.orders: file 1; initial 3" in capsys.readouterr().out
     changes = tmp_path / "changes.parquet"
     pq.write_table(pa.table({"id": [2, 4], "v": [None, "d"], "op": [2, 0]}), changes)
     argv = [
         "push",
-        str(db),
+        str(changes),
         "--table",
         "sales.orders",
-        "--from",
-        str(changes),
+        "--db",
+        str(db),
         "--mode",
         "changes",
         "--op-column",
@@ -40,7 +40,7 @@ def test_cli_push_initial_and_changes(spark, tmp_path, capsys):
 def test_cli_reports_errors_in_one_line(spark, tmp_path, capsys):
     src = tmp_path / "dupes.parquet"
     pq.write_table(pa.table({"id": [1, 1], "v": ["a", "b"]}), src)
-    assert main(["push", str(tmp_path / "db"), "--table", "t", "--keys", "id", "--from", str(src)]) == 2
+    assert main(["push", str(src), "--table", "t", "--keys", "id", "--db", str(tmp_path / "db")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("openmirror: KeyColumnsError: ") and "\n" not in err
 
@@ -85,7 +85,7 @@ def _database(root, *, broken: bool = False):
 
 def test_cli_status_of_a_healthy_database_exits_0(tmp_path, capsys, monkeypatch):
     root = _database(tmp_path / "openmirror-db")
-    assert main(["status", str(root)]) == 0
+    assert main(["status", "--db", str(root)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"Mirrored database {root} (replicator Running")
     assert "  ok       sales.orders  Replicating  1 processed, 2 rows" in out
@@ -95,7 +95,7 @@ def test_cli_status_of_a_healthy_database_exits_0(tmp_path, capsys, monkeypatch)
 
 def test_cli_status_exits_1_and_names_a_failed_or_blocked_table_and_why(tmp_path, capsys):
     root = _database(tmp_path / "db", broken=True)
-    assert main(["status", str(root)]) == 1
+    assert main(["status", "--db", str(root)]) == 1
     out = capsys.readouterr().out
     lines = out.splitlines()
     bad = next(line for line in lines if line.startswith("  failed   bad "))
@@ -105,13 +105,13 @@ def test_cli_status_exits_1_and_names_a_failed_or_blocked_table_and_why(tmp_path
         "file 00000000000000000002.parquet is missing: file 3 waits for it; publish 2 or reseed the table."
     )
     # one healthy table asked for alone: nothing to alert on
-    assert main(["status", str(root), "--table", "sales.orders"]) == 0
+    assert main(["status", "sales.orders", "--db", str(root)]) == 0
     assert "gap" not in capsys.readouterr().out
 
 
 def test_cli_status_json(tmp_path, capsys):
     root = _database(tmp_path / "db", broken=True)
-    assert main(["status", str(root), "--json"]) == 1
+    assert main(["status", "--db", str(root), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["health"] == "failed" and doc["target"] == str(root)
     assert [(t["table"], t["health"]) for t in doc["tables"]] == [
@@ -125,7 +125,7 @@ def test_cli_status_json(tmp_path, capsys):
 
 def test_cli_status_of_an_unknown_table_exits_2_with_the_error_on_stderr(tmp_path, capsys):
     root = _database(tmp_path / "db")
-    assert main(["status", str(root), "--table", "no.such"]) == 2
+    assert main(["status", "no.such", "--db", str(root)]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.startswith("openmirror: LandingZoneError: Table 'no.such' is not in the landing zone")
@@ -133,7 +133,54 @@ def test_cli_status_of_an_unknown_table_exits_2_with_the_error_on_stderr(tmp_pat
 
 
 def test_cli_status_of_a_missing_database_exits_2_and_creates_nothing(tmp_path, capsys):
-    assert main(["status", str(tmp_path / "typo")]) == 2
+    assert main(["status", "--db", str(tmp_path / "typo")]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"openmirror: ConfigError: No mirrored database at {tmp_path / 'typo'}")
     assert not (tmp_path / "typo").exists()
+
+
+def test_cli_old_forms_still_work_and_say_what_to_write_instead(tmp_path, capsys):
+    """The forms the README documented before ``--db`` (database first) are aliases that warn."""
+    root = _database(tmp_path / "db", broken=True)
+    assert main(["status", str(root)]) == 1  # the gap and the failed table still count
+    captured = capsys.readouterr()
+    assert "sales.orders" in captured.out
+    assert (
+        captured.err
+        == f"openmirror: the database before the verb's arguments is the old form; write: openmirror status ... --db {root}\n"
+    )
+    assert main(["status", str(root), "--table", "sales.orders"]) == 0
+    captured = capsys.readouterr()
+    assert "gap" not in captured.out and f"openmirror status sales.orders ... --db {root}" in captured.err
+    assert main(["drop", str(root), "--table", "gap"]) == 0
+    captured = capsys.readouterr()
+    assert f"write: openmirror drop gap ... --db {root}" in captured.err
+    assert not (root / "Files/LandingZone/gap").exists()
+    assert main(["mirror", str(root), "--once"]) == 1  # sales.failed is still failed
+    assert f"write: openmirror mirror ... --db {root}" in capsys.readouterr().err
+
+
+def test_cli_and_magic_share_one_grammar():
+    """Where both skins have a verb, its arguments and choices are the same (the CLI adds --db)."""
+    from openmirror_nb.grammar import VERBS, add_verbs
+    from openmirror_nb.magics.parser import build_parser
+
+    def options(parser):
+        sub = next(a for a in parser._actions if a.dest == "verb")
+        return {
+            name: {(a.dest, tuple(a.choices or ())) for a in verb._actions if a.help != "==SUPPRESS=="}
+            for name, verb in sub.choices.items()
+        }
+
+    import argparse
+
+    cli, magic = options(add_verbs(argparse.ArgumentParser(), "cli")), options(build_parser())
+    shared = set(cli) & set(magic)
+    assert shared == {"push", "status", "describe", "drop", "tables", "mirror"}
+    assert {v.name for v in VERBS} == set(cli) | set(magic)
+    for name in shared:
+        only_cli = {dest for dest, _ in cli[name] - magic[name]}
+        only_magic = {dest for dest, _ in magic[name] - cli[name]}
+        assert only_cli <= {"db", "json"}, (name, only_cli)
+        assert only_magic <= {"quiet", "start", "stop"}, (name, only_magic)
+    assert ("convention", ("rowmarker", "sys_op", "cdf", "debezium")) in magic["push"] & cli["push"]

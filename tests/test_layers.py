@@ -15,6 +15,7 @@ import openmirror_nb
 
 PACKAGE = Path(openmirror_nb.__file__).parent
 BASE = {"errors", "model", "target", "runtime", "progress"}
+SKIN_BASE = BASE | {"grammar"}
 # What each part of the package may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
@@ -22,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "target": {"errors"},
     "runtime": {"errors"},
     "progress": {"errors", "model"},
+    "grammar": {"errors", "model"},
     "storage": BASE,
     "landing_zone": BASE | {"storage"},
     "pipeline": BASE | {"storage", "landing_zone"},
@@ -44,9 +46,9 @@ ALLOWED: dict[str, set[str]] = {
         "schema_change",
     },
     "demo": BASE | {"storage", "landing_zone", "mirror", "api"},
-    "cli": BASE
+    "cli": SKIN_BASE
     | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status", "keys", "schema_change"},
-    "magics": BASE
+    "magics": SKIN_BASE
     | {
         "storage",
         "landing_zone",

@@ -165,8 +165,8 @@ def test_a_drop_killed_after_the_move_is_finished_by_the_next_operation(db, home
 
 def test_cli_drop(db, home, capsys):
     publish(home, _journal(home, [1], incarnation="life1", push="p1", start=1, metadata=META))
-    assert main(["drop", str(db.target.root), "--table", TABLE]) == 0
+    assert main(["drop", TABLE, "--db", str(db.target.root)]) == 0
     out = capsys.readouterr().out
     assert f"removed {FOLDER}" in out and "1 data files" in out
-    assert main(["drop", str(db.target.root), "--table", "_bad"]) == 2
+    assert main(["drop", "_bad", "--db", str(db.target.root)]) == 2
     assert "InvalidNameError" in capsys.readouterr().err

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from openmirror_nb.errors import ConfigError, MirrorError, did_you_mean, preview
+from openmirror_nb.grammar import push_keywords
 from openmirror_nb.magics.parser import PROG, HelpShown, parse
 
 if TYPE_CHECKING:
@@ -69,21 +70,12 @@ def connect(state: MagicState, args: argparse.Namespace) -> MirroredDatabase:
 
 def push(state: MagicState, args: argparse.Namespace) -> PushResult:
     """``db.push(df, table=T, keys=[K, ...], mode=..., op_column=C, convention=X, order_by=[A, B],
-    compact=..., progress=False if --quiet)``; ``%%openmirror push``: ``df = spark.sql(cell)``."""
+    compact=..., table_options=om.TableOptions(file_format=F), compression=Z, rows_per_file=N,
+    progress=False if --quiet)``; ``%%openmirror push``: ``df = spark.sql(cell)``."""
     if args.cell is not None and args.df is not None:
         raise UsageError(f"%{PROG} push: push either DF or the cell's Spark SQL, not both; drop {args.df!r}.")
     df = _cell_frame(args.cell) if args.cell is not None else _named_frame(state, args.df)
-    return state.database().push(
-        df,
-        table=args.table,
-        keys=args.keys,
-        mode=args.mode,
-        op_column=args.op_column,
-        convention=args.convention,
-        order_by=args.order_by,
-        compact=args.compact,
-        progress=False if args.quiet else None,
-    )
+    return state.database().push(df, **push_keywords(args), progress=False if args.quiet else None)
 
 
 def status(state: MagicState, args: argparse.Namespace) -> StatusReport:

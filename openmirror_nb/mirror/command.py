@@ -1,4 +1,4 @@
-"""The ``openmirror mirror PATH [--once | --interval SECONDS]`` verb, ready for the CLI to call."""
+"""The ``openmirror mirror [--once | --interval SECONDS] [--db PATH]`` verb, ready for the CLI to call."""
 
 from __future__ import annotations
 
