@@ -1,8 +1,9 @@
 """The landing zone as one model: names, metadata, table discovery, the home of each table
 (``TableFolder``), the publish protocol, the life of a table's internals and ``scan``.
 
-Publisher, local mirror and status read the landing zone through this package only, over any
-``Storage`` (local folder or OneLake).
+The publisher and status read the landing zone through this package, over any ``Storage`` (local
+folder or OneLake). The local mirror takes its names and metadata rules from here too, but lists
+a local landing zone's folders itself (``mirror.discovery``).
 """
 
 from __future__ import annotations

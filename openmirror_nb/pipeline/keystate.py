@@ -9,8 +9,9 @@ column's scale (so a precision or scale change is a type change, refused earlier
 ``-0.0`` is hashed as ``0.0`` and every NaN as the one canonical NaN, matching Spark's own
 equality for those values.
 
-State files live under ``_openmirror/snapshots/<table>/<push id>/`` at the landing-zone root:
-one *base* (a full snapshot) and *deltas*, one per later push holding only the keys it touched,
+State files live in the table's own folder, under ``_openmirror/keystate/<incarnation>.<push id>/``
+(``TableFolder.keystate``), so deleting the table folder deletes them too: one *base* (a full
+snapshot) and *deltas*, one per later push holding only the keys it touched,
 each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. ``_om_rows`` is
 how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot diff published for
 the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff

@@ -1,5 +1,5 @@
-"""What ``db.status()`` returns: ``StatusReport``, one ``TableStatus`` per table, the replicator's
-``ReplicatorStatus`` and, when asked for, a ``Reconciliation`` of row counts.
+"""The records a ``StatusReport`` (``status.report``) is made of: one ``TableStatus`` per table,
+the replicator's ``ReplicatorStatus`` and, when asked for, a ``Reconciliation`` of row counts.
 
 Records only: they are built in ``status.gather`` and laid out by ``status.render`` (text and
 HTML) and by the ``MonitorPane``.
