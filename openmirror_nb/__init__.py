@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from openmirror_nb.errors import (
     ChangeFeedError,
     ConfigError,
+    CredentialError,
     InvalidNameError,
     KeyColumnsError,
     LandingZoneError,
@@ -46,6 +47,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ChangeFeedError",
     "ConfigError",
+    "CredentialError",
     "DelimitedTextOptions",
     "InvalidNameError",
     "KeyColumnsError",
