@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from openmirror_nb.errors import (
     ChangeFeedError,
     ConfigError,
+    CredentialError,
     InvalidNameError,
     KeyColumnsError,
     LandingZoneError,
@@ -70,6 +71,7 @@ __all__ = [
     "ColumnInfo",
     "Committing",
     "ConfigError",
+    "CredentialError",
     "DelimitedTextOptions",
     "DropResult",
     "Finished",

@@ -35,6 +35,20 @@ class StorageError(OpenMirrorError):
     """The storage backend failed to read, write or rename a path."""
 
 
+class CredentialError(StorageError):
+    """No token was obtained for OneLake, or the service refused it (HTTP 401) or refused its
+    identity access to the workspace (HTTP 403).
+
+    A ``StorageError``, so code that handles storage failures handles this one too. ``credential``
+    is the credential's class name (never a secret); ``status`` the HTTP status, or ``None`` when no
+    token was obtained.
+    """
+
+    def __init__(self, message: str, *, credential: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.credential, self.status = credential, status
+
+
 class PathExistsError(StorageError):
     """A no-clobber write or rename found its destination already taken."""
 

@@ -1,9 +1,11 @@
-"""Shared fixtures: one local Spark session for the whole run, landing-zone tree hashes."""
+"""Shared fixtures: one local Spark session for the whole run, landing-zone tree hashes, and no
+test that can reach the link-local metadata address."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import sys
 from pathlib import Path
 
@@ -11,6 +13,40 @@ import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# The values in place before the session changed them (the live OneLake tests restore them).
+AZURE_BEFORE = {
+    name: os.environ.get(name) for name in ("AZURE_POD_IDENTITY_AUTHORITY_HOST", "AZURE_TOKEN_CREDENTIALS")
+}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_metadata_endpoint():
+    """No ``DefaultAzureCredential`` built in a test (or in a process a test starts) asks the
+    metadata address 169.254.169.254: ``AZURE_TOKEN_CREDENTIALS=dev`` leaves managed identity out of
+    the chain, and a ``ManagedIdentityCredential`` built anyway asks a loopback port that is bound
+    but never listens (refused at once)."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AZURE_POD_IDENTITY_AUTHORITY_HOST", f"http://127.0.0.1:{closed.getsockname()[1]}")
+        mp.setenv("AZURE_TOKEN_CREDENTIALS", "dev")
+        yield
+    closed.close()
+
+
+@pytest.fixture
+def no_credentials(monkeypatch, tmp_path):
+    """Nothing a ``DefaultAzureCredential`` could find: no service principal or workload identity
+    in the environment, no ``az``/``azd``/PowerShell sign-in or token cache under an empty home."""
+    for name in list(os.environ):
+        if name.startswith(("AZURE_", "MSI_", "IDENTITY_")) and name not in AZURE_BEFORE:
+            monkeypatch.delenv(name)
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    for name in ("HOME", "USERPROFILE"):
+        monkeypatch.setenv(name, str(home))
+    monkeypatch.setenv("AZURE_CONFIG_DIR", str(home / ".azure"))
+    monkeypatch.setenv("AZD_CONFIG_DIR", str(home / ".azd"))
 
 
 @pytest.fixture(scope="session")

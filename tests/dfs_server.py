@@ -3,8 +3,11 @@ Blob calls (HEAD, ranged GET, lease, metadata) that ``azure-storage-file-datalak
 no DFS.
 
 In memory and thread-safe; a manual clock drives lease expiry, ``page_size`` forces listing
-continuation, ``latency`` models a network round trip, ``inject`` fails chosen requests, and every
-request is recorded (``requests``), as is every replacement of committed file content (``overwrites``).
+continuation, ``latency`` models a network round trip, ``inject`` fails chosen requests, ``refuse``
+answers 401 or 403 to all of them from a chosen one on (``challenge`` adds the ``WWW-Authenticate``
+header Azure Storage sends with a 401), ``at`` changes the server (e.g. revokes a token) at a chosen
+request, and every request is recorded (``requests``), as is every replacement of committed file
+content (``overwrites``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,12 @@ from urllib.parse import parse_qsl, unquote, urlparse
 
 ACCOUNT = "onelake"
 TOKEN = "loopback-token"  # a fake bearer token; never a real credential
+# What Azure Storage sends with a 401 to a bearer token: where to get one, and for which resource.
+CHALLENGE = (
+    "Bearer authorization_uri=https://login.microsoftonline.com/00000000-0000-0000-0000-000000000000"
+    "/oauth2/authorize resource_id=https://storage.azure.com"
+)
+REFUSALS = {401: "InvalidAuthenticationInfo", 403: "AuthorizationPermissionMismatch"}
 
 
 class StaticTokenCredential:
@@ -42,6 +51,35 @@ class StaticTokenCredential:
 
         self.calls += 1
         return AccessToken(self.token, int(time.time()) + 3600)
+
+
+class TokenSequence:
+    """A ``TokenCredential`` handing out ``tokens`` in turn (the last one again when they run
+    out), as a credential refreshing an expired token does."""
+
+    def __init__(self, *tokens: str) -> None:
+        self.tokens = tokens
+        self.calls = 0
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        from azure.core.credentials import AccessToken
+
+        self.calls += 1
+        return AccessToken(self.tokens[min(self.calls, len(self.tokens)) - 1], int(time.time()) + 3600)
+
+
+class NoIdentityCredential:
+    """A ``TokenCredential`` that finds no identity, as ``DefaultAzureCredential`` does outside
+    Azure without ``az login``: every call raises ``ClientAuthenticationError``."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        from azure.core.exceptions import ClientAuthenticationError
+
+        self.calls += 1
+        raise ClientAuthenticationError("no identity found (test)\nsecond line of the chain's story")
 
 
 def make_certificate(folder: Path) -> tuple[Path, Path]:
@@ -102,6 +140,10 @@ ERRORS = {
     "InvalidHeaderValue": (400, "The value for one of the HTTP headers is not in the correct format."),
     "InvalidRange": (416, "The range specified is invalid for the current size of the resource."),
     "InvalidAuthenticationInfo": (401, "Server failed to authenticate the request."),
+    "AuthorizationPermissionMismatch": (
+        403,
+        "This request is not authorized to perform this operation using this permission.",
+    ),
     "LeaseIdMissing": (412, "There is currently a lease on the resource and no lease ID was specified."),
     "LeaseIdMismatch": (412, "The lease ID specified did not match the lease ID for the resource."),
     "LeaseNotPresent": (412, "There is currently no lease on the resource."),
@@ -375,6 +417,9 @@ class DfsServer(ThreadingHTTPServer):
         self.latency = 0.0
         self.requests: list[Recorded] = []
         self._faults: list[tuple[Callable[[Recorded], bool], int, str, bool]] = []
+        self._triggers: list[tuple[Callable[[Recorded], bool], Callable[[], None]]] = []
+        self.refusing: int | None = None
+        self.challenge = False
         self.in_flight = self.max_in_flight = 0
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
         self._thread.start()
@@ -415,6 +460,28 @@ class DfsServer(ThreadingHTTPServer):
         """Fail the next request matching ``when``; with ``after`` it is carried out first and only
         its answer is lost. A 400 is not retried by the SDK; a 500 is."""
         self._faults.append((when, status, code, after))
+
+    def refuse(self, status: int | None, *, when: Callable[[Recorded], bool] | None = None) -> None:
+        """Answer ``status`` to every request, from the first one matching ``when`` (by default
+        the next) until ``refuse(None)``: 401 InvalidAuthenticationInfo, as for a token the service
+        does not accept, or 403 AuthorizationPermissionMismatch, as for an identity without access."""
+        if when is None:
+            self.refusing = status
+        else:
+            self.at(when, lambda: setattr(self, "refusing", status))
+
+    def at(self, when: Callable[[Recorded], bool], action: Callable[[], None]) -> None:
+        """Run ``action()`` once, just before serving the first request matching ``when``."""
+        with self.store.lock:
+            self._triggers.append((when, action))
+
+    def run_triggers(self, rec: Recorded) -> None:
+        with self.store.lock:
+            for i, (when, action) in enumerate(self._triggers):
+                if when(rec):
+                    del self._triggers[i]
+                    action()
+                    return
 
     def take_fault(self, rec: Recorded) -> tuple[int, str, bool] | None:
         with self.store.lock:
@@ -469,6 +536,9 @@ class DfsHandler(BaseHTTPRequestHandler):
         if self.server.latency:
             time.sleep(self.server.latency)
         try:
+            self.server.run_triggers(rec)
+            if self.server.refusing:
+                raise Fail(REFUSALS[self.server.refusing])
             if h.get("authorization", "").removeprefix("Bearer ") not in self.server.tokens:
                 raise Fail("InvalidAuthenticationInfo")
             fault = self.server.take_fault(rec)
@@ -488,6 +558,8 @@ class DfsHandler(BaseHTTPRequestHandler):
                 else json.dumps({"error": {"code": err.code, "message": err.message}}).encode()
             )
             headers["Content-Type"] = "application/json"
+            if status == 401 and self.server.challenge:
+                headers["WWW-Authenticate"] = CHALLENGE
         self.server.requests.append(Recorded(rec.method, rec.path, q, shown, status))
         with self.server.store.lock:
             self.server.in_flight -= 1

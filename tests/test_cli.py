@@ -184,3 +184,33 @@ def test_cli_and_magic_share_one_grammar():
         assert only_cli <= {"db", "json"}, (name, only_cli)
         assert only_magic <= {"quiet", "start", "stop"}, (name, only_magic)
     assert ("convention", ("rowmarker", "sys_op", "cdf", "debezium")) in magic["push"] & cli["push"]
+
+
+def test_cli_on_onelake_without_a_credential_exits_2_with_one_line(capsys, no_credentials, monkeypatch):
+    """No ``az login``, no service principal, outside Fabric: one run of the credential chain, no
+    connection attempted, and the CredentialError's one line on stderr with the error exit code."""
+    import socket
+
+    from azure.identity import DefaultAzureCredential
+
+    runs, connects = [], []
+    real = DefaultAzureCredential.get_token
+    monkeypatch.setattr(
+        DefaultAzureCredential, "get_token", lambda self, *a, **k: runs.append(1) or real(self, *a, **k)
+    )
+
+    def refuse(sock, address):
+        connects.append(address)
+        raise OSError("no network in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    url = "https://onelake.dfs.fabric.microsoft.com/ws/sales.MirroredDatabase/Files/LandingZone"
+    assert main(["status", "--db", url]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith(
+        "openmirror: CredentialError: DefaultAzureCredential obtained no token for OneLake: run `az login`, "
+        "set a service principal in AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET, "
+        "or pass credential= to connect()."
+    )
+    assert len(runs) == 1 and connects == []

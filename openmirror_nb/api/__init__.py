@@ -12,7 +12,7 @@ from openmirror_nb.api.reading import Reading
 from openmirror_nb.api.schema import SchemaChanges
 from openmirror_nb.api.writing import Writing
 from openmirror_nb.model import PartnerInfo
-from openmirror_nb.target import LocalTarget, parse_target
+from openmirror_nb.target import LocalTarget, OneLakeTarget, parse_target
 
 
 class MirroredDatabase(Writing, SchemaChanges, Monitoring, Reading):
@@ -37,7 +37,8 @@ def connect(
             (``https://onelake.dfs.fabric.microsoft.com/<ws>/<db>/Files/LandingZone`` or
             ``abfss://<ws>@onelake.dfs.fabric.microsoft.com/<db>/Files/LandingZone``).
         credential: An Azure ``TokenCredential`` for OneLake (default: notebook identity in
-            Fabric, else ``DefaultAzureCredential``).
+            Fabric, else ``DefaultAzureCredential``). Nothing is read here: the first call that
+            reads OneLake raises ``CredentialError`` if no token is obtained or it is refused.
         partner: What ``_partnerEvents.json`` says about the publisher.
         lock_timeout: Seconds a push waits for another writer of the same table.
 
@@ -51,6 +52,13 @@ def connect(
         for folder in (parsed.landing_zone, parsed.monitoring, parsed.tables):
             folder.mkdir(parents=True, exist_ok=True)
     storage = open_storage(parsed, credential=credential)
+    if isinstance(parsed, OneLakeTarget):
+        from openmirror_nb.storage.adls import AdlsStorage
+
+        assert isinstance(storage, AdlsStorage)
+        # Files, the REST status and row counts use the landing zone's guarded credential: one
+        # token chain per handle, and a failure remembered for all of them.
+        credential = storage.credential
     return MirroredDatabase(
         target=parsed, storage=storage, partner=partner, lock_timeout=lock_timeout, credential=credential
     )

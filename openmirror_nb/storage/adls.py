@@ -19,8 +19,9 @@ from typing import IO, Any
 from urllib.parse import urlparse
 
 from openmirror_nb import runtime
-from openmirror_nb.errors import MissingDependencyError, PathExistsError, StorageError
+from openmirror_nb.errors import CredentialError, MissingDependencyError, PathExistsError, StorageError
 from openmirror_nb.storage.adls_rename import TAKEN, AdlsRenamer
+from openmirror_nb.storage.auth import AuthRetryPolicy, GuardedCredential, TokenRefused, refused
 from openmirror_nb.storage.base import Entry, LockStatus
 from openmirror_nb.storage.credentials import AZURE_HINT, resolve_credential, scrub
 from openmirror_nb.storage.lease_lock import lease_lock, read_lock_status
@@ -48,10 +49,13 @@ class AdlsStorage:
         file_system: the file system (on OneLake: the workspace name or id).
         base_path: the root inside it, e.g. ``<item>/Files/LandingZone``.
         credential: an azure ``TokenCredential``; ``resolve_credential`` picks one when omitted.
+            It is used through a ``GuardedCredential`` (``self.credential``): a failed token
+            request, a 401 or a 403 is one ``CredentialError`` at the first try (``auth``).
         lease_seconds: lock lease duration (15-60, the range the service allows).
         renew_interval: seconds between lease renewals; a third of the lease by default.
         spark_writable: Spark can write ``uri(path)`` directly; by default only inside Fabric.
-        **client_kwargs: passed to ``DataLakeServiceClient`` (e.g. ``connection_verify``).
+        **client_kwargs: passed to ``DataLakeServiceClient`` (e.g. ``connection_verify``); a
+            ``retry_policy`` given here is wrapped by ``AuthRetryPolicy`` like the default one.
     """
 
     ATOMIC_RENAME = True
@@ -78,11 +82,20 @@ class AdlsStorage:
         self.host = urlparse(account_url).netloc
         self.lease_seconds = lease_seconds
         self.renew_interval = lease_seconds / 3 if renew_interval is None else renew_interval
-        credential = resolve_credential(credential)
-        service = self._sdk.DataLakeServiceClient(account_url, credential=credential, **client_kwargs)
+        self.credential = GuardedCredential.wrap(resolve_credential(credential))
+        # The SDK builds its default retry policy from the same keyword arguments.
+        retry = client_kwargs.pop("retry_policy", None) or self._sdk.ExponentialRetry(**client_kwargs)
+        service = self._sdk.DataLakeServiceClient(
+            account_url,
+            credential=self.credential,
+            retry_policy=AuthRetryPolicy(retry, self.credential),
+            **client_kwargs,
+        )
         self._fs = service.get_file_system_client(file_system)
         # Checked here, once: a missing SDK ability must stop the push before it writes anything.
-        self._renamer = AdlsRenamer(self._fs, file_system, self._sdk, errors=self._errors, where=self.uri(""))
+        self._renamer = AdlsRenamer(
+            self._fs, file_system, self._sdk, errors=self._errors, refused=self._refused, where=self.uri("")
+        )
 
     @classmethod
     def from_target(
@@ -105,24 +118,31 @@ class AdlsStorage:
             raise StorageError(f"Path {path!r} leaves the landing zone {self.uri('')}.")
         return "/".join([self.base_path, *parts] if self.base_path else parts)
 
+    def _refused(self, status: int, code: str | None) -> CredentialError:
+        item = self.base_path.partition("/")[0]
+        return refused(status, code, credential=self.credential.name, workspace=self.file_system, item=item)
+
     @contextmanager
     def _errors(self, action: str, path: str) -> Iterator[None]:
-        """Azure errors become StorageError (PathExistsError when taken), with no token text."""
-        from azure.core.exceptions import AzureError, ClientAuthenticationError
+        """Azure errors become StorageError (PathExistsError when taken, CredentialError for 401
+        and 403), with no token text."""
+        from azure.core.exceptions import AzureError
 
         try:
             yield
+        except TokenRefused:
+            raise self._refused(401, None) from None
         except AzureError as exc:
             code, status = getattr(exc, "error_code", None), getattr(exc, "status_code", None)
             if code in TAKEN:
                 raise PathExistsError(f"{path!r} already exists; it was not replaced.") from None
+            if status in (401, 403):
+                shown = None if code is None else str(getattr(code, "value", code))  # a str enum
+                raise self._refused(status, shown) from None
             lines = (getattr(exc, "message", None) or str(exc)).strip().splitlines()
             parts = (f"HTTP {status}" if status else "", code or "", lines[0] if lines else "")
             detail = scrub(" ".join(str(p) for p in parts if p)).rstrip(".")
-            hint = ""
-            if isinstance(exc, ClientAuthenticationError):
-                hint = " Check that the credential can reach the workspace, or pass credential=."
-            raise StorageError(f"Cannot {action} {path!r} in {self.uri('')}: {detail}.{hint}") from None
+            raise StorageError(f"Cannot {action} {path!r} in {self.uri('')}: {detail}.") from None
 
     def read_bytes(self, path: str) -> bytes:
         from azure.core.exceptions import ResourceNotFoundError

@@ -43,6 +43,7 @@ class AdlsRenamer:
         file_system: its name.
         sdk: the ``azure.storage.filedatalake`` module.
         errors: ``errors(action, shown)``, the backend's context turning Azure errors into ours.
+        refused: ``refused(status, code)``, the backend's error for a 401 or 403 answer.
         where: the landing zone's URI, for messages.
 
     Attributes:
@@ -56,9 +57,11 @@ class AdlsRenamer:
         sdk: Any,
         *,
         errors: Callable[[str, str], AbstractContextManager[None]],
+        refused: Callable[[int, str | None], Exception],
         where: str,
     ) -> None:
         self._fs, self.file_system, self._errors, self._where = fs, file_system, errors, where
+        self._refused = refused
         self._pipeline: Any = getattr(fs, "_pipeline", None)
         public = [(sdk.DataLakeFileClient, "rename_file"), (sdk.DataLakeDirectoryClient, "rename_directory")]
         if callable(getattr(self._pipeline, "run", None)):
@@ -89,6 +92,8 @@ class AdlsRenamer:
             return
         if code in TAKEN:
             raise PathExistsError(f"{shown!r} already exists; it was not replaced.")
+        if status in (401, 403):
+            raise self._refused(status, code)
         raise StorageError(
             f"Cannot rename to {shown!r} in {self._where}: HTTP {status} {code or ''}".rstrip() + "."
         )

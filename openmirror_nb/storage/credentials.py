@@ -2,7 +2,8 @@
 
 Order: an explicit ``credential=``; inside a Fabric notebook its own identity
 (``notebookutils.credentials.getToken``); otherwise ``DefaultAzureCredential``. Tokens live only in
-memory, are reused until shortly before they expire, and are never printed, logged or stored.
+memory, are reused until shortly before they expire, and are never printed, logged or stored. The
+Azure SDK's own log lines stay out of a notebook whose logging nobody configured (``quiet_azure_logs``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+import logging
 import re
 import threading
 import time
@@ -32,6 +34,9 @@ _AUDIENCES = {
 }
 _REFRESH_MARGIN = 300.0  # seconds before expiry when a cached token is replaced
 _FALLBACK_LIFETIME = 1800.0  # used when a token's expiry cannot be read
+# Their warnings (the whole credential chain, once per try) would reach a notebook through
+# Python's last-resort handler; our one-line CredentialError says what they say.
+_SDK_LOGGERS = ("azure.identity", "azure.core.pipeline.policies.http_logging_policy")
 _SECRETS = [
     re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)[^'\",}\r\n]+"),
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"),
@@ -106,6 +111,20 @@ class NotebookTokenCredential:
         """Part of the TokenCredential protocol; there is nothing to release."""
 
 
+def quiet_azure_logs() -> None:
+    """Give each Azure SDK logger nobody configured (no level, no handler) a ``NullHandler``.
+
+    Python prints a record that finds no handler at all through its last-resort handler (stderr,
+    so the notebook); a ``NullHandler`` stops that, while the records still propagate to any
+    handler the user sets up, before or after (``logging.basicConfig``). Called when the toolkit
+    builds an Azure credential or client, not at import.
+    """
+    for name in _SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.level == logging.NOTSET and not logger.handlers:
+            logger.addHandler(logging.NullHandler())
+
+
 def resolve_credential(credential: Any = None) -> Any:
     """The credential to use: ``credential`` if given, else the notebook identity inside Fabric,
     else ``azure.identity.DefaultAzureCredential`` (environment, managed identity, Azure CLI, ...).
@@ -113,6 +132,7 @@ def resolve_credential(credential: Any = None) -> Any:
     Raises:
         MissingDependencyError: azure-identity is needed and not installed.
     """
+    quiet_azure_logs()
     if credential is not None:
         return credential
     if runtime.is_fabric():

@@ -24,7 +24,7 @@ from nbclient import NotebookClient
 
 import openmirror_nb as om
 from openmirror_nb.api import MirroredDatabase
-from openmirror_nb.errors import KeyColumnsError, StorageError
+from openmirror_nb.errors import CredentialError, KeyColumnsError
 from openmirror_nb.landing_zone import publish
 from openmirror_nb.storage.adls import AdlsStorage
 from openmirror_nb.storage.credentials import NotebookTokenCredential
@@ -134,9 +134,9 @@ def test_onelake_push_and_auth_failure_never_show_the_token(spark, server, capfd
         lambda: rejected.push(df, table="fresh", keys=["id"]),
         lambda: rejected.recover("sales.orders"),
     ):
-        with pytest.raises(StorageError) as denied:
+        with pytest.raises(CredentialError) as denied:
             attempt()
-        assert "Check that the credential" in str(denied.value)  # it is the auth path we meant
+        assert denied.value.status == 401  # it is the auth path we meant
         errors.append(denied.value)
         print(denied.value)
 
@@ -226,7 +226,7 @@ def test_notebook_outputs_never_show_the_token(server, tmp_path, monkeypatch):
     client.execute()
     outputs = [o for cell in nb.cells for o in cell.get("outputs", [])]
     errors = [o for o in outputs if o.get("output_type") == "error"]
-    assert len(errors) == 1 and errors[0]["ename"] == "StorageError", errors  # only the rejected token
+    assert len(errors) == 1 and errors[0]["ename"] == "CredentialError", errors  # only the rejected token
     assert any("stream" == o.get("output_type") for o in outputs)  # the DEBUG log went somewhere we scan
     text = nbformat.writes(nb)
     assert "MirroredDatabase(" in text and "b'probe'" in text  # the outputs are really there

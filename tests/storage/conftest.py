@@ -27,3 +27,14 @@ def fs(dfs):
     name = f"ws-{uuid.uuid4().hex[:12]}"
     dfs.create_filesystem(name)
     return name
+
+
+@pytest.fixture
+def dfs_auth(dfs):
+    """The shared server, with its accepted tokens, refusal, challenge and triggers put back
+    after the test."""
+    tokens = set(dfs.tokens)
+    yield dfs
+    dfs.tokens, dfs.refusing, dfs.challenge = tokens, None, False
+    with dfs.store.lock:
+        dfs._triggers.clear()

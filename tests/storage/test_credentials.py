@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,8 @@ from openmirror_nb.storage.local import LocalStorage
 from openmirror_nb.storage.registry import open_files_storage, open_storage
 from openmirror_nb.target import parse_target
 from tests.dfs_server import StaticTokenCredential
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def jwt(exp: float) -> str:
@@ -128,3 +131,37 @@ def test_importing_the_package_loads_neither_azure_nor_sempy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("configure", "shown"),
+    [
+        ("http.setLevel(logging.INFO)", "20 []"),
+        ("http.addHandler(mine)", "0 [<StreamHandler <stdout> (NOTSET)>]"),
+    ],
+)
+def test_azure_logs_are_quieted_only_where_nobody_configured_them(configure, shown):
+    """In a fresh interpreter (no pytest handlers on the root logger, as in a notebook): before a
+    backend is built an Azure warning reaches stderr through Python's last-resort handler; after,
+    not, until the user configures logging. A logger the user gave a level or a handler is left
+    as it is."""
+    code = (
+        "import logging, sys\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "from tests.dfs_server import StaticTokenCredential\n"
+        "import openmirror_nb.storage.adls as adls\n"
+        "identity = logging.getLogger('azure.identity')\n"
+        "http = logging.getLogger('azure.core.pipeline.policies.http_logging_policy')\n"
+        "mine = logging.StreamHandler(sys.stdout)\n"
+        f"{configure}\n"  # the user's choice, made before the backend is built
+        "identity.warning('imported: shown')\n"
+        "adls.AdlsStorage(account_url='https://onelake.dfs.fabric.microsoft.com', file_system='ws',"
+        " credential=StaticTokenCredential())\n"
+        "identity.warning('built: hidden')\n"
+        "print(http.level, http.handlers, [type(h).__name__ for h in identity.handlers])\n"
+        "logging.basicConfig(format='%(message)s')\n"
+        "identity.warning('configured: shown')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"{shown} ['NullHandler']"
+    assert done.stderr.splitlines() == ["imported: shown", "configured: shown"]

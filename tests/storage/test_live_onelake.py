@@ -19,6 +19,7 @@ import pytest
 from openmirror_nb.errors import LockTimeoutError, PathExistsError
 from openmirror_nb.storage.registry import open_storage
 from openmirror_nb.target import parse_target
+from tests.conftest import AZURE_BEFORE
 
 URL = os.environ.get("OPENMIRROR_TEST_URL", "")
 HAS_CREDENTIALS = bool(
@@ -40,7 +41,15 @@ pytestmark = [
 def credential():
     from azure.identity import DefaultAzureCredential
 
-    return DefaultAzureCredential()
+    # The chain as the user's environment has it: the session keeps managed identity away from
+    # every other test (tests/conftest.py), this opt-in module asked for the real thing.
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in AZURE_BEFORE.items():
+            if value is None:
+                mp.delenv(name, raising=False)
+            else:
+                mp.setenv(name, value)
+        yield DefaultAzureCredential()
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from openmirror_nb.api import MirroredDatabase
-from openmirror_nb.errors import KeyColumnsError
+from openmirror_nb.errors import CredentialError, KeyColumnsError
 from openmirror_nb.target import OneLakeTarget
+from tests.dfs_server import TokenSequence
 from tests.storage.test_adls import make_storage, sent
 
 pytestmark = pytest.mark.spark
@@ -74,3 +75,51 @@ def test_rejected_push_leaves_the_store_untouched(spark, dfs, fs):
     with pytest.raises(KeyColumnsError):
         db.push(dupes, table="t", keys=["id"])
     assert sorted(p for p, _ in storage.walk_files("")) == before
+
+
+def _publishing(fs):
+    """The first rename of a staged part into its 20-digit name: the journal is written by then."""
+
+    def matches(r) -> bool:
+        final = r.path.rsplit("/", 1)[-1][:20].isdigit()
+        return r.path.startswith(f"{fs}/{FOLDER}/") and "x-ms-rename-source" in r.headers and final
+
+    return matches
+
+
+def test_access_lost_mid_publish_leaves_a_journal_the_next_push_finishes(spark, dfs_auth, fs):
+    storage = make_storage(dfs_auth, fs)
+    db = MirroredDatabase(target=OneLakeTarget("ws", "mirror"), storage=storage, lock_timeout=30)
+    db.push(spark.range(0, 4).selectExpr("id", "concat('v', id) as v"), table="sales.orders", keys=["id"])
+    changes = spark.createDataFrame([(10, "new", 0), (1, None, 2)], "id long, v string, op int")
+    dfs_auth.refuse(403, when=_publishing(fs))  # e.g. the identity's workspace role was removed
+    with pytest.raises(CredentialError, match="HTTP 403 AuthorizationPermissionMismatch") as caught:
+        db.push(changes, table="sales.orders", mode="changes", op_column="op")
+    assert "\n" not in str(caught.value)
+    refused = [r for r in sent(dfs_auth, fs) if r.status == 403]
+    assert sum(_publishing(fs)(r) for r in refused) == 1  # the publish was tried once, not retried
+    assert dfs_auth.file(fs, f"{FOLDER}/_openmirror/journal.json") is not None
+    assert dfs_auth.file(fs, f"{FOLDER}/{2:020d}.parquet") is None
+
+    dfs_auth.refuse(None)  # access restored
+    dfs_auth.advance(16)  # the lease the refused push could not release lapses (15 s)
+    later = spark.createDataFrame([(11, "later", 0)], "id long, v string, op int")
+    result = db.push(later, table="sales.orders", mode="changes", op_column="op")
+    assert result.sequence_numbers == (3,)  # the journal's push became 2, before this one
+    assert dfs_auth.file(fs, f"{FOLDER}/_openmirror/journal.json") is None
+    rows = {r["id"]: r["__rowMarker__"] for r in _table(dfs_auth, fs, f"{2:020d}.parquet").to_pylist()}
+    assert rows == {10: 0, 1: 2}
+    assert [r["id"] for r in _table(dfs_auth, fs, f"{3:020d}.parquet").to_pylist()] == [11]
+
+
+def test_a_token_revoked_mid_push_is_refreshed_once(spark, dfs_auth, fs):
+    credential = TokenSequence("t1", "t2")
+    dfs_auth.tokens |= {"t1", "t2"}
+    storage = make_storage(dfs_auth, fs, credential=credential)
+    db = MirroredDatabase(target=OneLakeTarget("ws", "mirror"), storage=storage, lock_timeout=30)
+    dfs_auth.at(_publishing(fs), lambda: dfs_auth.tokens.discard("t1"))  # it expired meanwhile
+    df = spark.range(0, 300, numPartitions=3).selectExpr("id", "concat('v', id) as v")
+    result = db.push(df, table="sales.orders", keys=["id"], rows_per_file=100)
+    assert result.sequence_numbers == (1, 2, 3)
+    assert credential.calls == 2 and sum(r.status == 401 for r in sent(dfs_auth, fs)) == 1
+    assert sum(_table(dfs_auth, fs, f"{i:020d}.parquet").num_rows for i in (1, 2, 3)) == 300

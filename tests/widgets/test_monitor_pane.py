@@ -4,6 +4,7 @@ Waits use events set by the pane's ``on_refresh``, with a timeout only as a guar
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
 import textwrap
@@ -207,3 +208,46 @@ def test_a_mirror_started_elsewhere_shows_running_and_outlives_the_pane(db):
         assert mirror.is_running  # %openmirror mirror --start started it: only --stop ends it
     finally:
         mirror.stop(timeout=30)
+
+
+@pytest.mark.parametrize("refusal", ["no identity", "HTTP 403"])
+def test_onelake_refusing_access_shows_the_one_line_error(refusal, monkeypatch, tmp_path):
+    """A OneLake database whose credential finds no identity, or whose identity has no access,
+    built as ``connect()`` builds it (the SDK's default retry policy included) against the
+    loopback DFS server: the status line says what the error says, after one try."""
+    from openmirror_nb.api import MirroredDatabase
+    from openmirror_nb.errors import CredentialError
+    from openmirror_nb.storage.registry import open_storage
+    from tests.dfs_server import NoIdentityCredential, StaticTokenCredential, start_server
+
+    server, cert = start_server(tmp_path)
+    try:
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))  # what from_target's client trusts
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        server.create_filesystem("ws")
+        target = OneLakeTarget(
+            "ws", "sales.MirroredDatabase", host=server.account_url.removeprefix("https://")
+        )
+        credential = NoIdentityCredential() if refusal == "no identity" else StaticTokenCredential()
+        server.refuse(403 if refusal == "HTTP 403" else None)
+        storage = open_storage(target, credential=credential)
+        db = MirroredDatabase(target=target, storage=storage, credential=storage.credential)
+        with pytest.raises(CredentialError) as caught:
+            db.status()
+        pane = om.widgets.MonitorPane(db)
+        line = pane.status_line.value
+        pane.close()
+    finally:
+        server.close()
+    message = str(caught.value)
+    assert "\n" not in message and "`az login`" in message and refusal.split()[-1] in message
+    assert html.escape(f"Refresh failed: {message}") in line and "#c62828" in line
+    assert pane.report is None
+    # one try: a credential without identity was asked once (its failure is remembered) and no
+    # request went out; a refusing server saw each refresh read replicator.json and list the
+    # landing zone, once each
+    if refusal == "no identity":
+        assert credential.calls == 1 and server.requests == []
+    else:
+        reads = [(r.path.rpartition("/")[2], r.status) for r in server.requests]
+        assert reads == [("replicator.json", 403), ("ws", 403)] * 2
