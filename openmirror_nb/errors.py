@@ -9,6 +9,7 @@ This module imports nothing from the rest of the package.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable
 
 
@@ -126,3 +127,38 @@ def preview(values: Iterable[object], *, limit: int = 5) -> str:
     items = list(values)
     shown = ", ".join(repr(v) for v in items[:limit])
     return shown + (f" (and {len(items) - limit} more)" if len(items) > limit else "")
+
+
+# What may never reach a user's screen or a log: bearer tokens, Authorization header values, JWTs
+# and SAS signatures, as the Azure SDK and Spark put them into their own error texts.
+_SECRETS = [
+    re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)[^'\",}\r\n]+"),
+    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9._-]+"),  # a JWT anywhere
+    re.compile(r"(?i)([?&]sig=)[^&\s'\"]+"),
+]
+LINE_LIMIT = 300  # characters of a foreign error's text shown in a line (Java and SDK texts run long)
+
+
+def scrub(text: str) -> str:
+    """Remove bearer tokens, Authorization header values, JWTs and SAS signatures from ``text``."""
+    for pattern in _SECRETS:
+        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "***", text)
+    return text
+
+
+def user_line(exc: BaseException, what: str | None = None) -> str:
+    """The one line a user sees for ``exc``, in a panel's status line, a status note or a job's log.
+
+    An ``OpenMirrorError`` says it in its own message. Any other error (Spark's, the Azure SDK's,
+    the OS's) becomes ``Type: text`` with its whitespace folded and its text cut at
+    ``LINE_LIMIT`` characters. Secrets are scrubbed from both; ``what`` prefixes the line as
+    ``what: ...``.
+    """
+    text = scrub(" ".join(str(exc).split()))
+    if not isinstance(exc, OpenMirrorError):
+        if len(text) > LINE_LIMIT:
+            text = text[: LINE_LIMIT - 1].rstrip() + "…"
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    text = text or type(exc).__name__
+    return f"{what}: {text}" if what else text

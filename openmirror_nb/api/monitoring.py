@@ -9,10 +9,10 @@ from openmirror_nb.errors import (
     ConfigError,
     OpenMirrorError,
     StorageError,
+    user_line,
 )
 from openmirror_nb.status.records import Reconciliation
 from openmirror_nb.status.report import StatusReport
-from openmirror_nb.storage.credentials import scrub
 
 if TYPE_CHECKING:
     pass
@@ -84,9 +84,7 @@ class Monitoring(DatabaseBase):
         except OpenMirrorError:
             raise
         except Exception as exc:  # Spark's errors: the count is missing, the report says why
-            raise StorageError(
-                f"reading the key state failed: {scrub(' '.join(str(exc).split()))[:300]}"
-            ) from None
+            raise StorageError(f"reading the key state failed: {user_line(exc)}") from None
 
 
 def _row_count(df: Any) -> int:

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-from openmirror_nb.errors import ConfigError, FabricRestError, MissingDependencyError
-from openmirror_nb.storage.credentials import resolve_credential, scrub
+from openmirror_nb.errors import ConfigError, FabricRestError, MissingDependencyError, scrub
+from openmirror_nb.storage.credentials import resolve_credential
 
 FABRIC_HINT = "pip install 'openmirror-nb[fabric]'"
 MAX_RETRY_AFTER = 60.0  # seconds; a longer Retry-After is capped so a status call cannot hang

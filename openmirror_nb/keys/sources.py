@@ -12,7 +12,7 @@ from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from openmirror_nb.errors import ConfigError, OpenMirrorError
+from openmirror_nb.errors import ConfigError, OpenMirrorError, user_line
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -96,9 +96,8 @@ class Source:
         except OpenMirrorError:
             raise
         except Exception as exc:  # Spark's and pandas' own errors: say which source, in one line
-            first = " ".join(str(exc).split())[:200]
             raise ConfigError(
-                f"Source {self.name!r} cannot be read ({first}); pick another source."
+                f"Source {self.name!r} cannot be read ({user_line(exc)}); pick another source."
             ) from None
 
 

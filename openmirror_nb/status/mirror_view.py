@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from openmirror_nb.errors import OpenMirrorError
+from openmirror_nb.errors import OpenMirrorError, user_line
 from openmirror_nb.fabric.monitoring import read_monitoring_files
 from openmirror_nb.fabric.status import MirroringStatus, TableMirroringStatus, parse_time
 from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA
 from openmirror_nb.status.records import ReplicatorStatus
 from openmirror_nb.storage.base import Storage
-from openmirror_nb.storage.credentials import scrub
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ def read_mirror_view(
             database, tables = rest_database(), rest_tables()
         except Exception as exc:  # sempy and azure raise their own types: any failure degrades
             notes.append(
-                f"The Fabric REST status could not be read ({_one_line(exc)}); showing the landing "
+                f"The Fabric REST status could not be read ({user_line(exc)}); showing the landing "
                 "zone and Files/Monitoring only."
             )
         else:
@@ -122,8 +121,3 @@ def _time(value: Any) -> datetime | None:
         return parse_time(value)
     except ValueError:
         return None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = scrub(" ".join(str(exc).split())) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."

@@ -12,11 +12,10 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from openmirror_nb.errors import OpenMirrorError, StorageError
+from openmirror_nb.errors import OpenMirrorError, StorageError, user_line
 from openmirror_nb.model import TableRef
 from openmirror_nb.status.records import NOT_LISTED, Reconciliation
 from openmirror_nb.status.report import StatusReport
-from openmirror_nb.storage.credentials import scrub
 
 
 def count_delta_rows(uri: str, *, storage_options: dict[str, str] | None = None) -> int:
@@ -41,8 +40,7 @@ def count_delta_rows(uri: str, *, storage_options: dict[str, str] | None = None)
         result = QueryBuilder().register("t", table).execute("SELECT COUNT(*) AS n FROM t").read_all()
         return int(result.column("n")[0].as_py())
     except Exception as exc:  # deltalake raises its own and OS errors: one message for all
-        text = scrub(" ".join(str(exc).split()))[:300]
-        raise StorageError(f"The mirrored table at {uri} cannot be counted: {text}") from None
+        raise StorageError(f"The mirrored table at {uri} cannot be counted: {user_line(exc)}") from None
 
 
 def compare(

@@ -19,11 +19,11 @@ from typing import IO, Any
 from urllib.parse import urlparse
 
 from openmirror_nb import runtime
-from openmirror_nb.errors import CredentialError, MissingDependencyError, PathExistsError, StorageError
+from openmirror_nb.errors import CredentialError, MissingDependencyError, PathExistsError, StorageError, scrub
 from openmirror_nb.storage.adls_rename import TAKEN, AdlsRenamer
 from openmirror_nb.storage.auth import AuthRetryPolicy, GuardedCredential, TokenRefused, refused
 from openmirror_nb.storage.base import Entry, LockStatus
-from openmirror_nb.storage.credentials import AZURE_HINT, resolve_credential, scrub
+from openmirror_nb.storage.credentials import AZURE_HINT, resolve_credential
 from openmirror_nb.storage.lease_lock import lease_lock, read_lock_status
 from openmirror_nb.target import LANDING_ZONE, OneLakeTarget
 

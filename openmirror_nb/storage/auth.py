@@ -22,8 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from openmirror_nb.errors import CredentialError, OpenMirrorError
-from openmirror_nb.storage.credentials import scrub
+from openmirror_nb.errors import CredentialError, OpenMirrorError, scrub
 
 # Seconds a failed token request is answered from memory: long enough for the requests one
 # operation still makes, short enough that a retry after `az login` asks again.

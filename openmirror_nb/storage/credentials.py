@@ -12,7 +12,6 @@ import base64
 import importlib
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -37,19 +36,6 @@ _FALLBACK_LIFETIME = 1800.0  # used when a token's expiry cannot be read
 # Their warnings (the whole credential chain, once per try) would reach a notebook through
 # Python's last-resort handler; our one-line CredentialError says what they say.
 _SDK_LOGGERS = ("azure.identity", "azure.core.pipeline.policies.http_logging_policy")
-_SECRETS = [
-    re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)[^'\",}\r\n]+"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9._-]+"),  # a JWT anywhere
-    re.compile(r"(?i)([?&]sig=)[^&\s'\"]+"),
-]
-
-
-def scrub(text: str) -> str:
-    """Remove bearer tokens, Authorization header values, JWTs and SAS signatures from ``text``."""
-    for pattern in _SECRETS:
-        text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "***", text)
-    return text
 
 
 def _audience(scope: str) -> str:

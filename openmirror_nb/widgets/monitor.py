@@ -19,17 +19,16 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from openmirror_nb.errors import ConfigError, OpenMirrorError
+from openmirror_nb.errors import ConfigError, user_line
 from openmirror_nb.status.records import HEALTH_ORDER
 from openmirror_nb.status.render import badge, sparkline_svg
 from openmirror_nb.status.render import table_detail_html as detail_html
 from openmirror_nb.status.report import grid_html, replicator_line, summary_line
-from openmirror_nb.widgets.tree import close_children
+from openmirror_nb.widgets.panel import Panel
 
 if TYPE_CHECKING:
     from openmirror_nb.api import MirroredDatabase
@@ -40,7 +39,7 @@ HISTORY = 60  # refreshes kept per table for the sparkline
 _LIVE: weakref.WeakSet[MonitorPane] = weakref.WeakSet()
 
 
-class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class MonitorPane(Panel):
     """A live view of ``db.status()``.
 
     Args:
@@ -56,6 +55,7 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
     """
 
     _built = False  # ipywidgets closes a half-built pane too (its __del__): nothing to stop then
+    _stamped = True
 
     def __init__(
         self,
@@ -77,7 +77,6 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         self._refresh_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._rendering = False
         self.refreshes = 0
 
         self.header = w.HTML()
@@ -96,10 +95,9 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         self.table_picker = w.Dropdown(description="Details", options=[], layout=w.Layout(width="360px"))
         self.grid = w.HTML()
         self.detail = w.HTML()
-        self.status_line = w.HTML()
         toolbar = w.HBox([self.refresh_button, self.auto_toggle, self.interval_box, self.mirror_toggle])
-        super().__init__([self.header, toolbar, self.grid, self.table_picker, self.detail, self.status_line])
-        self.add_class("openmirror-monitor")
+        children = [self.header, toolbar, self.grid, self.table_picker, self.detail]
+        super().__init__(children, css_class="openmirror-monitor")
 
         self.refresh_button.on_click(lambda _: self.refresh())
         self.auto_toggle.observe(self._on_auto, names="value")
@@ -108,9 +106,8 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         self.table_picker.observe(self._on_pick, names="value")
         self._started_mirror = False  # only a mirror this pane started is stopped with it
         if self._mirror is not None and self._mirror.is_running:
-            self._rendering = True  # started elsewhere (%openmirror mirror --start): show it on
-            self.mirror_toggle.value, self.mirror_toggle.icon = True, "stop"
-            self._rendering = False
+            with self._quiet():  # started elsewhere (%openmirror mirror --start): show it on
+                self.mirror_toggle.value, self.mirror_toggle.icon = True, "stop"
         self._built = True
         _LIVE.add(self)
         self.refresh()
@@ -147,10 +144,9 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         """Read the status now and show it; an error shows in the status line, never raises."""
         with self._refresh_lock:
             started = time.perf_counter()
-            try:
+            with self._guard("Refresh failed", always=True) as failed:
                 report = self._status()
-            except OpenMirrorError as exc:
-                self._say(f"Refresh failed: {exc}", error=True)
+            if failed:
                 return None
             self._report = report
             self.refreshes += 1
@@ -169,7 +165,6 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
             super().close()
             return
         self.stop()
-        close_children(self)
         _LIVE.discard(self)
         super().close()
 
@@ -211,14 +206,13 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         if self._rendering or self._mirror is None:
             return
         if change["new"]:
-            try:
+            with self._guard("Starting the local mirror failed") as failed:
                 self._mirror.start(
                     interval=float(self.interval_box.value),
                     on_pass=self._after_pass,
-                    on_error=lambda exc: self._say(f"Mirror pass failed: {exc}", error=True),
+                    on_error=lambda exc: self._say(user_line(exc, "Mirror pass failed"), error=True),
                 )
-            except OpenMirrorError as exc:
-                self._say(str(exc), error=True)
+            if failed:
                 return
             self._started_mirror = True
             self.mirror_toggle.icon = "stop"
@@ -247,8 +241,7 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         self._say(f"Auto-refresh every {interval:g} s.")
 
     def _render(self, report: StatusReport) -> None:
-        self._rendering = True
-        try:
+        with self._quiet():
             self.header.value = (
                 f"<b>Mirrored database</b> <code>{html.escape(report.target)}</code> "
                 f"{badge(report.health, summary_line(report))} {html.escape(replicator_line(report))}"
@@ -262,8 +255,6 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
             worst = ranked[0].table if ranked and ranked[0].health in ("failed", "blocked") else None
             self.table_picker.options = names
             self.table_picker.value = keep or worst or (names[0] if names else None)
-        finally:
-            self._rendering = False
         self._render_detail(report)
 
     def _render_detail(self, report: StatusReport) -> None:
@@ -278,11 +269,6 @@ class MonitorPane(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         if self._mirror is not None and self._mirror.is_running:
             parts.append("local mirror running")
         return f" ({', '.join(parts)})" if parts else ""
-
-    def _say(self, text: str, *, error: bool = False) -> None:
-        colour = "#c62828" if error else "inherit"
-        stamp = datetime.now(UTC).strftime("%H:%M:%S")
-        self.status_line.value = f"<span style='color:{colour}'>{stamp} {html.escape(text)}</span>"
 
 
 def _auto_loop(pane: weakref.ref[MonitorPane], stop: threading.Event, interval: float) -> None:

@@ -10,33 +10,29 @@ the end. Counting is done by ``openmirror_nb.keys``; errors show as one line in 
 from __future__ import annotations
 
 import html
-import logging
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from openmirror_nb.errors import OpenMirrorError
 from openmirror_nb.keys import KeyProfile, Source, SourcePreview, list_sources, profile_keys, source_preview
 from openmirror_nb.keys import suggest_keys as suggest
 from openmirror_nb.model import PushResult
 from openmirror_nb.progress import WidgetProgress
+from openmirror_nb.widgets.panel import Panel
 from openmirror_nb.widgets.push_options import PushOptions
 from openmirror_nb.widgets.target_table import TargetTable
-from openmirror_nb.widgets.tree import close_children
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from openmirror_nb.api import MirroredDatabase
 
-log = logging.getLogger(__name__)
 _WIDE = {"description_width": "initial"}
 _NO_SOURCE = ("(pick a source)", "")  # "" rather than None: a Dropdown shows nothing for None
 
 
-class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class Onboarding(Panel):
     """Onboard a source as a mirrored table: source, target, keys, options, push.
 
     Args:
@@ -65,7 +61,7 @@ class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hint
         self._push: Callable[..., PushResult] = push or db.push
         self._list_sources = sources or (lambda: list_sources(names, spark))
         self._callbacks: list[Callable[[PushResult], None]] = []
-        self._rendering = self._pushing = False
+        self._pushing = False
         self._df: DataFrame | None = None
         self._preview: SourcePreview | None = None
         self._suggestions: list[tuple[str, ...]] = []
@@ -90,7 +86,6 @@ class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hint
         self.push_button = w.Button(description="Push", icon="upload", button_style="primary", disabled=True)
         self.progress = WidgetProgress()
         self.result = w.HTML()
-        self.status_line = w.HTML()
         super().__init__(
             [
                 self.header,
@@ -101,10 +96,9 @@ class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hint
                 self.options,
                 w.HBox([self.push_button, self.progress.widget]),
                 self.result,
-                self.status_line,
-            ]
+            ],
+            css_class="openmirror-onboarding",
         )
-        self.add_class("openmirror-onboarding")
 
         self.source_picker.observe(self._on_source, names="value")
         self.rescan_button.on_click(lambda _: self.rescan())
@@ -150,11 +144,6 @@ class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hint
     def on_push(self, callback: Callable[[PushResult], None]) -> None:
         """Call ``callback(result)`` after every successful push."""
         self._callbacks.append(callback)
-
-    def close(self) -> None:
-        """Close the panel and every widget in it (each holds a comm of its own)."""
-        close_children(self)
-        super().close()
 
     def rescan(self) -> None:
         """List the sources and the database's tables again, keeping the choices still there."""
@@ -270,7 +259,8 @@ class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hint
                     self._profile = profile_keys(self._df, keys)
                 self._profile_error = failed[0] if failed else None
         self._render()
-        self._say(*self._hint())
+        text, error = self._hint()
+        self._say(text, error=error)
 
     # -- rendering ------------------------------------------------------------------------------
 
@@ -306,34 +296,6 @@ class Onboarding(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hint
             return f"Keys {', '.join(self.key_columns)} do not identify every row: {problem}.", True
         what = "a snapshot diff" if self.target.existing is not None else "the initial load"
         return f"Ready: Push publishes {what} of {self.source.name} to {self.target.table}.", False
-
-    def _say(self, text: str, error: bool = False) -> None:
-        colour = "#c62828" if error else "inherit"
-        self.status_line.value = f"<span style='color:{colour}'>{html.escape(text)}</span>"
-
-    @contextmanager
-    def _quiet(self) -> Iterator[None]:
-        """Set widget values without running the panel's own handlers."""
-        was, self._rendering = self._rendering, True
-        try:
-            yield
-        finally:
-            self._rendering = was
-
-    @contextmanager
-    def _guard(self, what: str, *, keep: bool = False) -> Iterator[list[str]]:
-        """Turn an error into one line in the status line instead of raising from a handler
-        (a handler's exception would only reach the kernel log). ``keep``: collect, not show."""
-        failed: list[str] = []
-        try:
-            yield failed
-        except OpenMirrorError as exc:
-            failed.append(str(exc))
-        except Exception as exc:  # Spark's own errors: one line, the traceback in the log
-            log.exception("%s", what)
-            failed.append(f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
-        if failed and not keep:
-            self._say(failed[0], error=True)
 
 
 def _suggest_note(loaded: bool, found: list[tuple[str, ...]]) -> str:

@@ -12,16 +12,15 @@ from that step. Planning and running are the API's (``db.plan_schema_change``,
 from __future__ import annotations
 
 import html
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from openmirror_nb.errors import OpenMirrorError, ReseedError
+from openmirror_nb.errors import ReseedError
 from openmirror_nb.landing_zone.reseed_journal import STEPS
 from openmirror_nb.progress import ProgressEvent, WidgetProgress
-from openmirror_nb.widgets.tree import close_children
+from openmirror_nb.widgets.panel import RED, Panel
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -29,12 +28,11 @@ if TYPE_CHECKING:
     from openmirror_nb.api import MirroredDatabase
     from openmirror_nb.schema_change import ReseedResult, SchemaPlan
 
-log = logging.getLogger(__name__)
-GREEN, RED, GREY, BLUE = "#2e7d32", "#c62828", "#757575", "#1565c0"
+GREEN, GREY, BLUE = "#2e7d32", "#757575", "#1565c0"
 _PHASE_COLOURS = {"running": BLUE, "done": GREEN, "done earlier": GREEN, "failed": RED}
 
 
-class SchemaWizard(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class SchemaWizard(Panel):
     """Plan a schema change of ``table`` to ``df``'s schema, confirm it and carry it out.
 
     The plan is made at once. A plan the mirror absorbs needs no confirmation: its button pushes.
@@ -91,7 +89,6 @@ class SchemaWizard(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hi
         self.progress = WidgetProgress()
         self.progress.widget.layout.display = "none"  # shown once a push (the reload) begins
         self.result_view = w.HTML()
-        self.status_line = w.HTML()
         super().__init__(
             [
                 self.header,
@@ -100,19 +97,16 @@ class SchemaWizard(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hi
                 self.steps_view,
                 self.progress.widget,
                 self.result_view,
-                self.status_line,
-            ]
+            ],
+            css_class="openmirror-schema-wizard",
         )
-        self.add_class("openmirror-schema-wizard")
         self.layout.max_width = "1100px"  # the plan's notes wrap instead of stretching the panel
 
         self.name_box.observe(self._on_name, names="value")
         self.run_button.on_click(lambda _: self._run())
         self.resume_button.on_click(lambda _: self._run())
-        try:
+        with self._guard("Planning the schema change failed"):  # a cell that made a panel must not fail
             self._plan = (plan or db.plan_schema_change)(table, df, keys=list(keys) if keys else None)
-        except Exception as exc:  # shown in the panel: a cell that made a panel must not fail
-            self._say(_one_line(exc, "Planning the schema change"), error=True)
         self._render()
         if self._plan is not None:
             self._say(self._hint())
@@ -132,11 +126,6 @@ class SchemaWizard(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hi
     def on_done(self, callback: Callable[[ReseedResult], None]) -> None:
         """Call ``callback(result)`` once the change is carried out."""
         self._callbacks.append(callback)
-
-    def close(self) -> None:
-        """Close the panel and every widget in it (each holds a comm of its own)."""
-        close_children(self)
-        super().close()
 
     # -- handlers -------------------------------------------------------------------------------
 
@@ -186,7 +175,7 @@ class SchemaWizard(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hi
         except ReseedError as exc:
             self._failed(exc.step, str(exc), resumable=True)
         except Exception as exc:
-            reason = _one_line(exc, f"Schema change of {plan.table}")
+            reason = self._line(exc, f"Schema change of {plan.table} failed")
             self._failed(self._running_step(), reason, resumable=False)
         finally:
             self._running = False
@@ -294,16 +283,3 @@ class SchemaWizard(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hi
             then = ", and waits until it is back" if self._wait else ""
             return f"Run reseed deletes the mirrored table and reloads df{then}."
         return f"Type {plan.table} to confirm the reseed."
-
-    def _say(self, text: str, *, error: bool = False) -> None:
-        colour = RED if error else "inherit"
-        self.status_line.value = f"<span style='color:{colour}'>{html.escape(text)}</span>" if text else ""
-
-
-def _one_line(exc: Exception, what: str) -> str:
-    """The error's one-line message; Spark's own errors get theirs cut to one line, and their
-    traceback goes to the log (call it in an ``except`` block)."""
-    if isinstance(exc, OpenMirrorError):
-        return str(exc)
-    log.exception("%s failed", what)
-    return f"{what} failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}"

@@ -5,19 +5,17 @@ the database's list, or a schema and name typed and checked as typed (``TableRef
 from __future__ import annotations
 
 import html
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from openmirror_nb.errors import OpenMirrorError
 from openmirror_nb.model import TableRef
+from openmirror_nb.widgets.panel import Panel
 
 if TYPE_CHECKING:
     from openmirror_nb.table_info import TableInfo
 
-log = logging.getLogger(__name__)
 _WIDE = {"description_width": "initial"}
 # "" rather than None: a Dropdown shows nothing at all for the value None
 _NEW_TABLE = ("new table", "")
@@ -94,11 +92,8 @@ class TargetTable(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
                 self._table = str(TableRef.parse(f"{schema}.{name}" if schema else name))
             if self._table is not None and self._table in self._tables:
                 self._info = self._describe(self._table)
-        except OpenMirrorError as exc:
-            self._error = str(exc)
-        except Exception as exc:  # storage's own errors: one line here, the traceback in the log
-            log.exception("reading table %s", self._table)
-            self._error = f"Reading table {self._table} failed: {type(exc).__name__}: {exc}".splitlines()[0]
+        except Exception as exc:  # one line here; a foreign error's traceback goes to the log
+            self._error = Panel._line(exc, f"Reading table {self._table} failed")
         self._rendering = True
         try:
             self.table_picker.value = self._table if self._info is not None else ""

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from openmirror_nb.errors import scrub
 from openmirror_nb.storage import credentials
-from openmirror_nb.storage.credentials import NotebookTokenCredential, resolve_credential, scrub
+from openmirror_nb.storage.credentials import NotebookTokenCredential, resolve_credential
 from openmirror_nb.storage.local import LocalStorage
 from openmirror_nb.storage.registry import open_files_storage, open_storage
 from openmirror_nb.target import parse_target
