@@ -3,6 +3,8 @@ table reads the other parts use (``describe``, ``tables``)."""
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.errors import OpenMirrorError
@@ -10,10 +12,15 @@ from openmirror_nb.landing_zone.discovery import discover_tables
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.model import PartnerInfo
 from openmirror_nb.table_info import TableInfo, database_html, describe
-from openmirror_nb.target import Target
+from openmirror_nb.target import LocalTarget, Target
 
 if TYPE_CHECKING:
+    from openmirror_nb.mirror import LocalMirror
     from openmirror_nb.storage.base import Storage
+
+# One local mirror per database folder in this process: two over one folder would race each other.
+_MIRRORS: dict[Path, LocalMirror] = {}
+_MIRRORS_LOCK = threading.Lock()
 
 
 class DatabaseBase:
@@ -43,6 +50,25 @@ class DatabaseBase:
 
     def _repr_html_(self) -> str:
         return database_html(str(self.target), self.tables, self.describe)
+
+    @property
+    def local_mirror(self) -> LocalMirror | None:
+        """The local mirror of this database: one per database folder in this process, shared
+        by every handle on the folder, the ``%openmirror mirror`` magic and the monitor pane's
+        switch. ``None`` on OneLake, where the service mirrors.
+
+        Example:
+            >>> db.local_mirror.run_once()
+        """
+        if not isinstance(self.target, LocalTarget):
+            return None
+        from openmirror_nb.mirror import LocalMirror
+
+        root = self.target.root.resolve()
+        with _MIRRORS_LOCK:
+            if root not in _MIRRORS:
+                _MIRRORS[root] = LocalMirror(root)
+            return _MIRRORS[root]
 
     def describe(self, table: str) -> TableInfo:
         """Keys, schema, file format, last sequence number, key-state rows, pushes and the

@@ -86,14 +86,9 @@ def status(state: MagicState, args: argparse.Namespace) -> StatusReport:
 def monitor(state: MagicState, args: argparse.Namespace) -> MonitorPane:
     """``om.widgets.MonitorPane(db)``: the live monitoring pane (its mirror switch drives the same
     local mirror as ``%openmirror mirror --start``)."""
-    from openmirror_nb.mirror import LocalMirror
-    from openmirror_nb.target import LocalTarget
     from openmirror_nb.widgets import MonitorPane
 
-    db = state.database()
-    if not isinstance(db.target, LocalTarget):
-        return MonitorPane(db)
-    return MonitorPane(db, mirror=state.mirrors.setdefault(db.target.root, LocalMirror(db.target.root)))
+    return MonitorPane(state.database())
 
 
 def onboard(state: MagicState, args: argparse.Namespace) -> Onboarding:
@@ -140,17 +135,15 @@ def tables(state: MagicState, args: argparse.Namespace) -> list[str]:
 def mirror(state: MagicState, args: argparse.Namespace) -> MirrorRun | LocalMirror:
     """``om.LocalMirror(path).run_once()``; ``--start``: ``mirror.start(interval=S)``; ``--stop``:
     ``mirror.stop()``. Local databases only: the service mirrors OneLake ones."""
-    from openmirror_nb.mirror import LocalMirror
-    from openmirror_nb.target import LocalTarget
-
     db = state.database()
-    if not isinstance(db.target, LocalTarget):
+    local = db.local_mirror
+    if local is None:
         raise UsageError(
             f"{PROG} mirror: {db.target} is on OneLake; the service mirrors OneLake databases itself."
         )
     if args.interval is not None and not args.start:
         raise UsageError(f"{PROG} mirror: --interval goes with --start.")
-    local = state.mirrors.setdefault(db.target.root, LocalMirror(db.target.root))
+    state.mirrors[local.root] = local  # stopped when the extension is unloaded
     if args.start:
         if local.is_running:
             raise MirrorError(

@@ -47,8 +47,9 @@ class MonitorPane(Panel):
         status: Called for each refresh (default ``db.status``); tests inject their own.
         interval: Seconds between automatic refreshes once auto-refresh is on.
         auto_refresh: Start refreshing automatically at once.
-        mirror: For a local database, the ``LocalMirror`` the pane's switch runs (default: one
-            over ``db``'s folder). ``None`` on OneLake, where the service mirrors.
+        mirror: For a local database, the ``LocalMirror`` the pane's switch runs (default:
+            ``db.local_mirror``, the one every handle on the folder shares). ``None`` on OneLake,
+            where the service mirrors.
 
     Example:
         >>> om.widgets.MonitorPane(db)
@@ -70,7 +71,7 @@ class MonitorPane(Panel):
             raise ConfigError(f"interval must be at least 1 second, not {interval!r}.")
         self._db = db
         self._status = status or db.status
-        self._mirror = mirror if mirror is not None else _local_mirror(db)
+        self._mirror = mirror if mirror is not None else db.local_mirror
         self._report: StatusReport | None = None
         self._history: dict[str, deque[int]] = {}
         self._callbacks: list[Callable[[StatusReport], None]] = []
@@ -280,16 +281,6 @@ def _auto_loop(pane: weakref.ref[MonitorPane], stop: threading.Event, interval: 
             return
         live.refresh()
         del live
-
-
-def _local_mirror(db: MirroredDatabase) -> LocalMirror | None:
-    from openmirror_nb.target import LocalTarget
-
-    if not isinstance(db.target, LocalTarget):
-        return None
-    from openmirror_nb.mirror import LocalMirror
-
-    return LocalMirror(db.target.root)
 
 
 @atexit.register

@@ -251,3 +251,18 @@ def test_onelake_refusing_access_shows_the_one_line_error(refusal, monkeypatch, 
     else:
         reads = [(r.path.rpartition("/")[2], r.status) for r in server.requests]
         assert reads == [("replicator.json", 403), ("ws", 403)] * 2
+
+
+def test_every_handle_on_a_folder_shares_one_local_mirror(tmp_path):
+    """The magic, the pane and every handle on one database folder drive one mirror: two over a
+    folder would race each other."""
+    first, second = om.connect(tmp_path / "db"), om.connect(str(tmp_path / "db" / "." / ""))
+    assert first.local_mirror is not None and first.local_mirror is second.local_mirror
+    assert om.connect(tmp_path / "other").local_mirror is not first.local_mirror
+    pane = om.widgets.MonitorPane(first)
+    try:
+        assert pane.mirror is second.local_mirror
+    finally:
+        pane.close()
+    onelake = om.connect("https://onelake.dfs.fabric.microsoft.com/ws/db.MirroredDatabase/Files/LandingZone")
+    assert onelake.local_mirror is None
