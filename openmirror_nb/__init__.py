@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from openmirror_nb import widgets
     from openmirror_nb.api import MirroredDatabase, connect
     from openmirror_nb.keys import KeyProfile, profile_keys, suggest_keys
+    from openmirror_nb.landing_zone import Blocker
+    from openmirror_nb.landing_zone.table_scan import DataFileInfo, TableScan
     from openmirror_nb.mirror import LocalMirror, MirrorRun, SyncLimits, TableRun
     from openmirror_nb.mirror.history import KeyHistory, KeyVersion
     from openmirror_nb.pipeline.arrow_input import arrow_to_spark
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "Blocker",
     "Cancelled",
     "Change",
     "ChangeFeedError",
@@ -72,6 +75,7 @@ __all__ = [
     "Committing",
     "ConfigError",
     "CredentialError",
+    "DataFileInfo",
     "DelimitedTextOptions",
     "DropResult",
     "Finished",
@@ -113,6 +117,7 @@ __all__ = [
     "TableInfo",
     "TableOptions",
     "TableRun",
+    "TableScan",
     "TableStatus",
     "UnsupportedTypeError",
     "Validating",
@@ -149,6 +154,9 @@ _LAZY = {
     "profile_keys": "openmirror_nb.keys",
     "suggest_keys": "openmirror_nb.keys",
     "TableInfo": "openmirror_nb.table_info",
+    "TableScan": "openmirror_nb.landing_zone.table_scan",
+    "DataFileInfo": "openmirror_nb.landing_zone.table_scan",
+    "Blocker": "openmirror_nb.landing_zone",
     "ColumnInfo": "openmirror_nb.table_info",
 }
 

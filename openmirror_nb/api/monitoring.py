@@ -1,4 +1,4 @@
-"""Monitoring through the handle: ``status`` and ``reconcile``."""
+"""Monitoring through the handle: ``status``, ``scan`` and ``reconcile``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from openmirror_nb.status.records import Reconciliation
 from openmirror_nb.status.report import StatusReport
 
 if TYPE_CHECKING:
-    pass
+    from openmirror_nb.landing_zone.table_scan import TableScan
 
 
 class Monitoring(DatabaseBase):
@@ -62,6 +62,19 @@ class Monitoring(DatabaseBase):
             state=self._state_rows,
             source_rows=None if source is None else _row_count(source),
         )
+
+    def scan(self, table: str) -> TableScan:
+        """One table folder, from its listing alone: pending, processed and ready-to-delete
+        files, and what blocks the table (a gap in the numbers, a zero-byte file, a name the
+        contract does not allow, a missing ``_metadata.json``, an interrupted push, staging left
+        by a dead push, an unfinished drop, a lock held for over an hour).
+
+        Example:
+            >>> db.scan("sales.orders").blockers
+        """
+        from openmirror_nb.landing_zone.table_scan import scan
+
+        return scan(self.storage, table)
 
     def reconcile(self, table: str, df: Any = None) -> Reconciliation:
         """Compare the row counts of the mirrored table, the key state and (if given) ``df``,

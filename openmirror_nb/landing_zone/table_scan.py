@@ -72,6 +72,7 @@ class TableScan:
 
     @property
     def blocked(self) -> bool:
+        """Whether anything is found that blocks the table or needs attention."""
         return bool(self.blockers)
 
 
