@@ -15,6 +15,7 @@ import pytest
 
 from openmirror_nb.api import MirroredDatabase
 from openmirror_nb.errors import InvalidNameError, KeyColumnsError
+from openmirror_nb.status import Sources, build_report
 from openmirror_nb.target import OneLakeTarget
 from tests.storage.test_adls import make_storage, sent
 
@@ -77,7 +78,7 @@ def test_rejected_push_leaves_the_store_untouched(spark, dfs, fs):
 
 
 def test_a_non_ascii_table_is_percent_encoded_once_on_the_wire(spark, dfs, fs):
-    """``Δ.表`` is pushed, listed, described and dropped over the DFS protocol: every request path
+    """``Δ.表`` is pushed, listed, described, reported and dropped over the DFS protocol: every request path
     and rename source carries its UTF-8 percent-encoded exactly once (the server decodes once and
     stores the real name; a second encoding would store ``%CE%94`` literally)."""
     urls: list[str] = []
@@ -94,6 +95,9 @@ def test_a_non_ascii_table_is_percent_encoded_once_on_the_wire(spark, dfs, fs):
     assert table_urls and not [u for u in urls if "%25" in u or "Δ" in u]
     assert any("_openmirror/locks/%CE%B4.%E8%A1%A8.lock" in u for u in urls)  # δ.表: case-folded
     assert db.tables() == ["Δ.表"] and db.describe("Δ.表").keys == ("id",)
+    files = make_storage(dfs, fs, base_path="mirror.MirroredDatabase/Files")
+    report = build_report("onelake", Sources(landing_zone=storage, files=files))
+    assert [(t.table, t.folder, len(t.pending)) for t in report.tables] == [("Δ.表", "Δ.schema/表", 1)]
     with pytest.raises(InvalidNameError, match=r"is table 'Δ\.表' of the landing zone spelled another way"):
         db.push(df, table="δ.表", keys=["id"])
     assert db.drop("Δ.表").existed
