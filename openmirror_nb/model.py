@@ -7,12 +7,12 @@ marker, sequence number) are used exactly as the Fabric contract spells them.
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Literal
 
-from openmirror_nb.errors import ConfigError, InvalidNameError
+from openmirror_nb.errors import ConfigError
+from openmirror_nb.table_names import SCHEMA_SUFFIX, identity, parse_table
 
 FileFormat = Literal["parquet", "csv", "tsv", "psv"]
 Compression = Literal["none", "snappy", "gzip", "zstd"]
@@ -22,9 +22,6 @@ Convention = Literal["rowmarker", "sys_op", "cdf", "debezium"]
 
 ROW_MARKER = "__rowMarker__"
 DEFAULT_ROWS_PER_FILE = 1_000_000
-# A table folder named "<x>.schema" at the landing-zone root is read by the service as a schema.
-_SCHEMA_SUFFIX = ".schema"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class RowMarker(IntEnum):
@@ -36,28 +33,6 @@ class RowMarker(IntEnum):
     UPSERT = 4
 
 
-def check_name(value: str, *, what: str) -> str:
-    """Reject names the service would ignore or misread; return the name unchanged."""
-    problem = None
-    if not value or not value.strip():
-        problem = "is empty"
-    elif value.startswith("_"):
-        problem = "starts with '_' (the service ignores underscore items)"
-    elif "/" in value or "\\" in value:
-        problem = "contains a path separator"
-    elif ".." in value:
-        problem = "contains '..'"
-    elif _CONTROL.search(value):
-        problem = "contains a control character"
-    elif value != value.strip():
-        problem = "has leading or trailing spaces"
-    elif value.lower().endswith(_SCHEMA_SUFFIX):
-        problem = "ends with '.schema' (the service would read it as a schema folder)"
-    if problem:
-        raise InvalidNameError(f"{what} name {value!r} {problem}; choose a name like 'orders'.")
-    return value
-
-
 @dataclass(frozen=True)
 class TableRef:
     """A mirrored table: ``name`` at the landing-zone root or ``schema.name``."""
@@ -67,18 +42,20 @@ class TableRef:
 
     @classmethod
     def parse(cls, table: str) -> TableRef:
-        """Parse ``"name"`` or ``"schema.name"``, validating both parts."""
-        if not isinstance(table, str):
-            raise InvalidNameError(f"Table name {table!r} is not a string; pass 'name' or 'schema.name'.")
-        if "." in table and ".." not in table:
-            schema, name = table.split(".", 1)
-            return cls(name=check_name(name, what="Table"), schema=check_name(schema, what="Schema"))
-        return cls(name=check_name(table, what="Table"))
+        """Parse ``"name"`` or ``"schema.name"`` by the naming rule (``table_names``): both parts
+        checked and NFC-normalised. ``InvalidNameError`` names what is wrong and a name that works."""
+        schema, name = parse_table(table)
+        return cls(name=name, schema=schema)
 
     @property
     def folder(self) -> str:
         """The table folder relative to the landing zone (``schema.schema/name`` or ``name``)."""
-        return f"{self.schema}{_SCHEMA_SUFFIX}/{self.name}" if self.schema else self.name
+        return f"{self.schema}{SCHEMA_SUFFIX}/{self.name}" if self.schema else self.name
+
+    @property
+    def identity(self) -> str:
+        """The table the mirror makes of it, case-folded: ``dbo.orders`` for ``Orders``."""
+        return identity(self.schema, self.name)
 
     @property
     def key(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from openmirror_nb.errors import LandingZoneError, OpenMirrorError, did_you_mean
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.model import TableOptions
+from openmirror_nb.table_names import fold
 
 # Spark's JSON type names and their DDL spelling (only flat types reach the state: complex
 # columns are published as JSON text).
@@ -151,7 +152,12 @@ def describe(home: TableFolder, *, known: Callable[[], list[str]]) -> TableInfo:
     meta = home.read_metadata()
     if meta is None:
         names = known()
-        hint = did_you_mean(str(home.ref), names) or (f" Tables: {', '.join(names)}." if names else "")
+        same = [n for n in names if fold(n) == fold(str(home.ref))]
+        hint = (
+            (f" Did you mean {same[0]!r}? Names are case-sensitive here." if same else "")
+            or did_you_mean(str(home.ref), names)
+            or (f" Tables: {', '.join(names)}." if names else "")
+        )
         raise LandingZoneError(f"Table {str(home.ref)!r} does not exist in the landing zone.{hint}")
     state = home.read_state()
     keys = state.key_columns if state else meta.key_columns

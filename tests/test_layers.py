@@ -1,6 +1,6 @@
 """The import direction of design.md §3, so the layering cannot silently erode.
 
-``model, errors <- landing_zone, storage <- pipeline <- api <- magics | widgets | cli``, with the
+``model, table_names, errors <- landing_zone, storage <- pipeline <- api <- magics | widgets | cli``, with the
 local mirror, the Fabric service surfaces and ``table_info`` beside ``pipeline``. Every import of
 every module counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included: a cycle
 hidden behind a lazy import is still a cycle.
@@ -14,12 +14,13 @@ from pathlib import Path
 import openmirror_nb
 
 PACKAGE = Path(openmirror_nb.__file__).parent
-BASE = {"errors", "model", "target", "runtime", "progress"}
+BASE = {"errors", "table_names", "model", "target", "runtime", "progress"}
 SKIN_BASE = BASE | {"grammar"}
 # What each part of the package may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "model": {"errors"},
+    "table_names": {"errors"},
+    "model": {"errors", "table_names"},
     "target": {"errors"},
     "runtime": {"errors"},
     "progress": {"errors", "model"},

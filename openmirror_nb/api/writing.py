@@ -178,7 +178,8 @@ class Writing(DatabaseBase):
         either the table as it was or a trash folder the next operation removes.
 
         Args:
-            table: ``"name"`` or ``"schema.name"``.
+            table: ``"name"`` or ``"schema.name"``; also a folder whose name the naming rule
+                refuses, exactly as ``db.status()`` names it (one an older version left).
             wait: Also wait until the mirror no longer lists the table (local mirror: its
                 ``Files/Monitoring/tables.json``; in Fabric: ``getTablesMirroringStatus``).
             timeout: Seconds to wait for the lock and, with ``wait``, for the mirror.
@@ -190,9 +191,10 @@ class Writing(DatabaseBase):
         Example:
             >>> db.drop("sales.orders", wait=True)
         """
+        from openmirror_nb.landing_zone.discovery import existing_ref
         from openmirror_nb.landing_zone.lifecycle import drop
 
-        home = TableFolder.of(self.storage, table)
+        home = TableFolder(self.storage, existing_ref(self.storage, table))
         with home.lock(timeout=timeout):
             done = drop(home)
         result = DropResult(str(home.ref), done.existed, done.incarnation, done.data_files, done.removed)

@@ -17,6 +17,7 @@ from openmirror_nb.fabric.monitoring import read_monitoring_files
 from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA
 from openmirror_nb.model import TableRef
 from openmirror_nb.storage.base import Storage
+from openmirror_nb.table_names import identity
 from openmirror_nb.target import OneLakeTarget, Target
 
 
@@ -31,8 +32,7 @@ class Listing:
 
 def _same(ref: TableRef, schema: Any, name: Any) -> bool:
     # Fabric compares names case-insensitively; a table at the root is schema dbo.
-    want = ((ref.schema or DEFAULT_SCHEMA).casefold(), ref.name.casefold())
-    return (str(schema or DEFAULT_SCHEMA).casefold(), str(name or "").casefold()) == want
+    return identity(str(schema or DEFAULT_SCHEMA), str(name or "")) == ref.identity
 
 
 def listing(files: Storage, ref: TableRef, *, rest: Callable[[], list[Any]] | None = None) -> Listing:

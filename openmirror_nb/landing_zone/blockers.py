@@ -21,6 +21,7 @@ BlockerKind = Literal[
     "orphaned_staging",
     "unfinished_drop",
     "stale_lock",
+    "name_conflict",
 ]
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 
 from openmirror_nb.errors import LandingZoneError
+from openmirror_nb.table_names import DEFAULT_SCHEMA, SCHEMA_SUFFIX
+
+__all__ = ["DEFAULT_SCHEMA", "SCHEMA_SUFFIX"]  # with the names below: what a landing-zone name means
 
 METADATA_FILE = "_metadata.json"
 PARTNER_EVENTS_FILE = "_partnerEvents.json"
@@ -18,8 +21,6 @@ CLEANUP_FOLDERS = ("_ProcessedFiles", "_FilesReadyToDelete")
 PROCESSED_FOLDER, READY_TO_DELETE_FOLDER = CLEANUP_FOLDERS
 # Everything this tool keeps for itself, in the landing zone root and in each table folder.
 INTERNAL_FOLDER = "_openmirror"
-SCHEMA_SUFFIX = ".schema"
-DEFAULT_SCHEMA = "dbo"
 DATA_EXTENSIONS = ("parquet", "csv", "tsv", "psv")
 SEQUENCE_DIGITS = 20
 _SEQUENCE_NAME = re.compile(r"^(\d{20})\.(parquet|csv|tsv|psv)$")

@@ -6,8 +6,9 @@ push state, the publish journal, the staging folders and the key-state snapshots
 table folder therefore deletes all of it, whoever deletes it (``db.drop``, the schema wizard, a
 person in OneLake explorer).
 
-Only the lock lives outside, at ``_openmirror/locks/<table>.lock`` in the landing-zone root: a
-drop holds it while the folder goes away, and a lock inside the folder would go with it.
+Only the lock lives outside, at ``_openmirror/locks/<table>.lock`` in the landing-zone root (or
+beside a local database's landing zone), named by the table's case-folded identity: a drop holds
+it while the folder goes away, and a lock inside the folder would go with it.
 
 A table's *incarnation* is its life from one initial load to the deletion of its folder. Its id
 is written in the push state and carried by every journal, staging folder
@@ -21,6 +22,7 @@ removed.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ from openmirror_nb.landing_zone.journal import Journal
 from openmirror_nb.landing_zone.metadata import TableMetadata, read_metadata
 from openmirror_nb.landing_zone.names import (
     CLEANUP_FOLDERS,
+    DEFAULT_SCHEMA,
     INTERNAL_FOLDER,
     METADATA_FILE,
     parse_sequence,
@@ -36,6 +39,7 @@ from openmirror_nb.landing_zone.names import (
 from openmirror_nb.landing_zone.push_state import PushState
 from openmirror_nb.model import TableRef
 from openmirror_nb.storage.base import LockStatus, Storage
+from openmirror_nb.table_names import MAX_NAME_BYTES, cut
 
 # At the landing-zone root: a dropped table folder is moved here in one step, then deleted.
 TRASH_FOLDER = f"{INTERNAL_FOLDER}/trash"
@@ -103,7 +107,13 @@ class TableFolder:
 
     @property
     def lock_name(self) -> str:
-        return self.ref.key
+        """The table's identity to the mirror, case-folded (``dbo.`` left out, as for a table at
+        the root): two spellings of one table share one lock, so two first pushes cannot both win."""
+        name = self.ref.identity.removeprefix(f"{DEFAULT_SCHEMA}.")
+        if len(name.encode()) <= MAX_NAME_BYTES:
+            return name
+        # Only a folder someone else named can be this long (the rule refuses such names).
+        return f"{cut(name, MAX_NAME_BYTES // 2)}~{hashlib.sha256(name.encode()).hexdigest()[:16]}"
 
     @property
     def legacy_journal_path(self) -> str:

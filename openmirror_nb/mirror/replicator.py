@@ -30,6 +30,7 @@ from openmirror_nb.mirror.recovery import adopt, catch_up
 from openmirror_nb.mirror.results import MirrorRun, TableEvent, TableRun
 from openmirror_nb.mirror.state import MirrorState
 from openmirror_nb.mirror.table_sync import SyncLimits, drop_table_dir, sync_table
+from openmirror_nb.table_names import identity
 from openmirror_nb.target import LocalTarget, parse_target
 
 log = logging.getLogger(__name__)
@@ -224,29 +225,34 @@ class LocalMirror:
 
     def _pass(self, state: MirrorState, folders: list[MirrorFolder]) -> list[TableRun]:
         runs: list[TableRun] = []
-        owners: dict[str, MirrorFolder] = {}
-        for folder in folders:
-            owners.setdefault(folder.qualified, folder)
+        owners = _owners(folders, state)
         live = {f.rel for f in owners.values()}
         for rel, known in list(state.tables.items()):
             if rel not in live:
-                # The folder is gone (contract §5.2): drop the table unless another folder owns the name now.
-                if known.qualified not in owners:
+                # The folder is gone (contract §5.2): drop the table unless another folder owns it now.
+                owner = owners.get(identity(known.schema, known.name))
+                if owner is None or (owner.schema, owner.name) != (known.schema, known.name):
                     drop_table_dir(self._target.tables / known.schema / known.name)
                 del state.tables[rel]
                 runs.append(TableRun(known.qualified, rel, "Stopped", event="dropped"))
+        named: dict[str, list[str]] = {}
         for folder in folders:
-            owner = owners[folder.qualified]
+            named.setdefault(identity(folder.schema, folder.name), []).append(folder.rel)
+        for folder in folders:
+            key = identity(folder.schema, folder.name)
+            owner = owners[key]
             if owner is not folder:
                 message = (
-                    f"Table {folder.qualified} is already mirrored from folder '{owner.rel}'; "
-                    f"rename '{folder.rel}'."
+                    f"Table {folder.qualified} is already mirrored from folder '{owner.rel}' (table "
+                    f"names compare case-insensitively, root tables are in dbo); rename or remove "
+                    f"'{folder.rel}'."
                 )
                 runs.append(
                     TableRun(folder.qualified, folder.rel, "Failed", error_code=INTERNAL, error=message)
                 )
                 continue
-            runs.append(self._sync_folder(folder, state))
+            others = tuple(rel for rel in named[key] if rel != folder.rel)
+            runs.append(replace(self._sync_folder(folder, state), conflicts=others))
         return sorted(runs, key=lambda r: (r.table, r.folder))
 
     def _sync_folder(self, folder: MirrorFolder, state: MirrorState) -> TableRun:
@@ -319,6 +325,18 @@ class LocalMirror:
                 error_code=INTERNAL,
                 error_message=str(exc),
             )
+
+
+def _owners(folders: list[MirrorFolder], state: MirrorState) -> dict[str, MirrorFolder]:
+    """Per table (``table_names.identity``), the folder mirrored into it: the one the mirror
+    already replicates, else the first; the others fail until they are renamed or removed."""
+    owners: dict[str, MirrorFolder] = {}
+    for folder in folders:
+        key = identity(folder.schema, folder.name)
+        held = owners.get(key)
+        if held is None or (folder.rel in state.tables and held.rel not in state.tables):
+            owners[key] = folder
+    return owners
 
 
 def _guarded(callback: Callable[[Any], None] | None) -> Callable[[Any], None] | None:

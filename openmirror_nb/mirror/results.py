@@ -33,6 +33,8 @@ class TableRun:
             names, subfolders, already processed paths).
         event: ``added`` (first seen), ``rebuilt`` (folder recreated), ``dropped`` (folder
             deleted, Delta table removed) or empty.
+        conflicts: Other folders naming this same table (their names differ only by case, or
+            one is at the root and one in ``dbo.schema``): they fail, this one is replicated.
     """
 
     table: str
@@ -47,6 +49,7 @@ class TableRun:
     missing_sequence: int | None = None
     ignored_files: tuple[str, ...] = ()
     event: TableEvent = ""
+    conflicts: tuple[str, ...] = ()
 
     @property
     def sequence_numbers(self) -> tuple[int, ...]:
@@ -72,6 +75,9 @@ class TableRun:
             parts.append(f"waiting for sequence number {self.missing_sequence}")
         if self.is_failed:
             parts.append(f"{self.error_code}: {self.error}")
+        if self.conflicts:
+            shown = ", ".join(f"'{c}'" for c in self.conflicts)
+            parts.append(f"also named by folder {shown}, which is not replicated: rename or remove it")
         return "; ".join(parts)
 
     def __repr__(self) -> str:

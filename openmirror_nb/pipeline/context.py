@@ -18,6 +18,7 @@ from openmirror_nb.model import Compression, RowMarker, TableOptions
 from openmirror_nb.pipeline import buckets as buckets_mod
 from openmirror_nb.pipeline import checks, keystate, snapdiff, stage
 from openmirror_nb.storage.base import Storage
+from openmirror_nb.storage.local import file_uri
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -49,7 +50,7 @@ class StageContext:
     def uri(self, path: str) -> str:
         if self.local_dir is None:
             return self.storage.uri(path)
-        return (Path(self.local_dir) / path).as_uri()
+        return file_uri(Path(self.local_dir) / path)
 
     def fetch(self, path: str) -> str:
         """A Spark URI for a store folder, downloading it first if Spark cannot read the store."""
@@ -72,7 +73,7 @@ def fetch_folder(storage: Storage, path: str, *, local_dir: str | None) -> str:
         target = Path(local_dir) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(storage.read_bytes(rel))
-    return (Path(local_dir) / path).as_uri()
+    return file_uri(Path(local_dir) / path)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.errors import LandingZoneError, PushCancelledError
+from openmirror_nb.landing_zone.discovery import check_unique
 from openmirror_nb.landing_zone.journal import Journal, JournalEntry
 from openmirror_nb.landing_zone.lifecycle import settle
 from openmirror_nb.landing_zone.metadata import metadata_bytes, partner_events_bytes
@@ -60,7 +61,11 @@ _MARKER_LABELS: dict[int, str] = {int(m): m.name.lower() for m in RowMarker}
 
 
 class _Stale(Exception):
-    """The table changed under us while we staged (its folder was deleted by hand): stage again."""
+    """The table changed under us while we staged (its folder was deleted by hand): stage again.
+
+    Internal: a second one in a row becomes a ``LandingZoneError`` (``run_push``). It once escaped
+    for every name that ``Path.as_uri()`` percent-encodes: Spark staged into ``my%20table``, so
+    the staged folder was never where the push looked for it."""
 
 
 def run_push(
@@ -93,7 +98,14 @@ def run_push(
             return removed, _attempt(home, df, request, started=started, say=say, progress=progress)
         except _Stale:
             removed += settle(home).removed
+        try:
             return removed, _attempt(home, df, request, started=started, say=say, progress=progress)
+        except _Stale:
+            raise LandingZoneError(
+                f"Table {table} changed twice while this push staged its files (its folder was "
+                "deleted or replaced by someone else); nothing was published: push again once "
+                "nothing else writes to it."
+            ) from None
 
     try:
         if lock_held:
@@ -136,10 +148,11 @@ def _attempt(
     progress: ProgressCallback | None,
 ) -> PushResult:
     storage, name = home.storage, str(request.table)
-    meta = home.read_metadata()
+    meta, state = home.read_metadata(), home.read_state()
+    if meta is None and state is None:  # a first push: under the lock every spelling shares
+        check_unique(storage, home.ref)
     options = checks.resolve_options(request.table_options, meta, name)
     keys = checks.resolve_keys(request.keys, meta, name)
-    state = home.read_state()
     _check_source(request, state)
     shaped = shape(df, request, keys, options)
     checks.check_against_state(shaped.schema, state, options, name)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from openmirror_nb.model import ROW_MARKER, Compression, TableOptions
 from openmirror_nb.storage.base import Storage
+from openmirror_nb.storage.local import FILE_SCHEME
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
@@ -220,14 +221,11 @@ def footer_stats(uri: str) -> StagedStats | None:
     Serves marker-free initial loads, whose key checks run on the key state instead; ``None``
     when the files are not on this machine (Spark then counts them).
     """
-    from urllib.parse import unquote, urlparse
-
     import pyarrow.parquet as pq
 
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
+    if not uri.startswith(FILE_SCHEME):
         return None
-    folder = Path(unquote(parsed.path))
+    folder = Path(uri.removeprefix(FILE_SCHEME))
     by_file = {p.name: pq.read_metadata(p).num_rows for p in folder.glob("part-*")}
     return StagedStats(by_file, {None: sum(by_file.values())}, 0)
 

@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from openmirror_nb.errors import LandingZoneError, OpenMirrorError, did_you_mean
 from openmirror_nb.fabric.status import MirroringStatus, TableMirroringStatus
-from openmirror_nb.landing_zone.discovery import TableLocation, discover_tables
+from openmirror_nb.landing_zone.discovery import TableLocation, discover_tables, existing_ref, spellings
 from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA, data_file_name, is_ignored
 from openmirror_nb.landing_zone.reseed_journal import reseeds_in_progress
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.landing_zone.table_scan import DataFileInfo, TableScan, scan
 from openmirror_nb.mirror.progress import Applied
 from openmirror_nb.model import TableRef
+from openmirror_nb.status import naming
 from openmirror_nb.status.mirror_view import MirrorView, mirror_key, read_mirror_view
 from openmirror_nb.status.records import (
     NOT_LISTED,
@@ -80,9 +81,10 @@ def build_report(
     reseeds = reseeds_in_progress(sources.landing_zone)
     reseeding = table is not None and any(r.table.casefold() == table.casefold() for r in reseeds)
     if table is not None and not reseeding:
-        locations, listed = _only(TableRef.parse(table), locations, listed, sources.landing_zone)
+        want = existing_ref(sources.landing_zone, table)
+        locations, listed = _only(want, locations, listed, sources.landing_zone)
     elif table is not None:  # its folder may be gone: show what is left, and the reseed
-        want = TableRef.parse(table)
+        want = existing_ref(sources.landing_zone, table)
         key = mirror_key(want.schema, want.name)
         locations = [loc for loc in locations if mirror_key(loc.schema, loc.name) == key]
         listed = {k: v for k, v in listed.items() if k == key}
@@ -91,14 +93,18 @@ def build_report(
     for loc in locations:
         if loc.folder in empty:  # the local mirror lists an empty folder too: it is still no table
             listed.pop(mirror_key(loc.schema, loc.name), None)
+    tables = [loc for loc in locations if loc.folder not in empty]
+    twins = spellings(tables)
     statuses = [
-        _table(loc, sources, listed.pop(mirror_key(loc.schema, loc.name), None), applied, moment)
-        for loc in locations
-        if loc.folder not in empty
+        _table(loc, sources, _view(loc, listed, twins.get(loc.folder, [])), applied, moment, twins)
+        for loc in tables
     ]
+    for loc in tables:
+        listed.pop(mirror_key(loc.schema, loc.name), None)
     statuses += [_gone(m) for m in listed.values()]
     statuses = with_reseeds(statuses, reseeds, table=table)
-    foreign = _foreign(sources.landing_zone, empty) if table is None else []
+    leftover = [loc for loc in locations if loc.folder in empty]
+    foreign = naming.not_tables(sources.landing_zone, leftover) if table is None else []
     return StatusReport(
         target=target,
         taken_at=moment,
@@ -107,6 +113,22 @@ def build_report(
         foreign=tuple(foreign),
         notes=tuple(notes),
     )
+
+
+def _view(
+    loc: TableLocation, listed: dict[tuple[str, str], MirrorView], twins: list[TableLocation]
+) -> MirrorView | None:
+    """What the mirror says about ``loc``; of folders that are one table to it, the one it lists
+    under their own spelling (else the first) gets it."""
+    view = listed.get(mirror_key(loc.schema, loc.name))
+    if view is None or not twins:
+        return view
+    spelled = (view.schema, view.name)
+    if spelled == (loc.schema, loc.name):
+        return view
+    if any(spelled == (t.schema, t.name) for t in twins):
+        return None
+    return view if all(loc.folder < t.folder for t in twins) else None
 
 
 def _only(
@@ -143,12 +165,17 @@ def _table(
     mirror: MirrorView | None,
     progress: dict[str, Applied],
     now: datetime,
+    twins: dict[str, list[TableLocation]],
 ) -> TableStatus:
     ref, notes, applied = loc.ref, [], progress.get(loc.folder)
     failed = mirror is not None and mirror.status == "Failed"
     failed_seq = _failed_sequence(mirror) if failed else None
     through = applied.last_sequence if applied else (failed_seq - 1 if failed_seq else None)
     found = scan(sources.landing_zone, ref, processed_through=through, now=now.timestamp())
+    if loc.folder in twins:
+        found = replace(found, blockers=(*found.blockers, naming.conflict(loc, twins[loc.folder])))
+    if not naming.allowed(loc):
+        notes.append(naming.refused_note(loc))
     pending, inferred = _still_pending(found, mirror, applied, failed=failed)
     processed = len(found.processed) + (1 if found.newest_processed else 0) + inferred
     extension = found.metadata.options.extension if found.metadata else "parquet"
@@ -263,17 +290,3 @@ def _empty_folders(storage: Storage, locations: list[TableLocation]) -> set[str]
         if not TableFolder(storage, loc.ref).has_metadata()
         and not any(not is_ignored(e.name) for e in storage.list_dir(loc.folder))
     }
-
-
-def _foreign(storage: Storage, empty: set[str]) -> list[str]:
-    """Landing-zone items that are not tables, each with what the service does with it."""
-    found = [
-        f"{e.name}: a file at the landing-zone root, not a table; the mirror ignores it."
-        for e in storage.list_dir("")
-        if not e.is_dir and not is_ignored(e.name)
-    ]
-    found += [
-        f"{folder}: a folder with no _metadata.json and no data files, not a table (yet)."
-        for folder in sorted(empty)
-    ]
-    return found

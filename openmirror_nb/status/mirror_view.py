@@ -17,6 +17,7 @@ from openmirror_nb.fabric.status import MirroringStatus, TableMirroringStatus, p
 from openmirror_nb.landing_zone.names import DEFAULT_SCHEMA
 from openmirror_nb.status.records import ReplicatorStatus
 from openmirror_nb.storage.base import Storage
+from openmirror_nb.table_names import fold
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class MirrorView:
 
 def mirror_key(schema: str | None, name: str) -> tuple[str, str]:
     # The service compares names case-insensitively; a table at the root is in dbo.
-    return ((schema or DEFAULT_SCHEMA).casefold(), name.casefold())
+    return (fold(schema or DEFAULT_SCHEMA), fold(name))
 
 
 def read_mirror_view(

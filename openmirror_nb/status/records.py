@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
-from openmirror_nb.landing_zone.blockers import Blocker
+from openmirror_nb.landing_zone.blockers import Blocker, BlockerKind
 from openmirror_nb.landing_zone.table_scan import DataFileInfo
 
 if TYPE_CHECKING:
@@ -22,11 +22,9 @@ if TYPE_CHECKING:
 # has not said anything about it yet.
 Health = Literal["failed", "blocked", "warning", "pending", "ok", "unknown"]
 HEALTH_ORDER: tuple[Health, ...] = ("failed", "blocked", "warning", "pending", "ok", "unknown")
-# Blockers that stop replication; the others (left-over staging, a drop's trash, a long-held
-# lock) only need attention.
-STOPPING = frozenset(
-    {"gap", "zero_byte", "bad_name", "no_metadata", "bad_metadata", "bad_state", "unfinished_push"}
-)
+# Blockers that stop replication (a name conflict too: only one of the folders is mirrored); the
+# others (left-over staging, a drop's trash, a long-held lock) only need attention.
+STOPPING = frozenset(get_args(BlockerKind)) - {"orphaned_staging", "unfinished_drop", "stale_lock"}
 SCHEMA_CHANGE_CODE = "SchemaChangeNotSupported"  # the service's errorCode for a type change
 NOT_LISTED = "NotListed"  # the table's status while the mirror does not list it (yet)
 

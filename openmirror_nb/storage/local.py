@@ -23,6 +23,14 @@ from openmirror_nb.errors import LockTimeoutError, PathExistsError, StorageError
 from openmirror_nb.storage.base import Entry, LockStatus
 
 LOCK_FOLDER = "_openmirror/locks"
+FILE_SCHEME = "file://"
+
+
+def file_uri(path: Path) -> str:
+    """The ``file:`` URI Spark reads and writes ``path`` through: not percent-encoded, because
+    Hadoop takes what follows ``file://`` as the path itself (``Path.as_uri()`` would make Spark
+    write a folder named ``my%20table`` for ``my table``, or ``%C3%B1`` for ``ñ``)."""
+    return FILE_SCHEME + path.as_posix()
 
 
 class LocalStorage:
@@ -182,7 +190,7 @@ class LocalStorage:
             return LockStatus(held=held)
 
     def uri(self, path: str) -> str:
-        return self._path(path).as_uri()
+        return file_uri(self._path(path))
 
     def upload_files(self, pairs: list[tuple[str, str]], *, parallelism: int = 8) -> None:
         for local, path in pairs:

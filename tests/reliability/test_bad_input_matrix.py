@@ -147,14 +147,18 @@ CASES = [
             f"table-name-{label}",
             snapshot(_sql("select 1L as id"), table=name),
             InvalidNameError,
-            (f"name {shown!r} {problem}", "choose a name like 'orders'"),
+            (f"name {shown!r} {problem}", f"choose a name like {like!r}", "letters, digits, '_' and '-'"),
         )
-        for label, name, shown, problem in [
-            ("underscore", "_x", "_x", "starts with '_'"),
-            ("slash", "a/b", "a/b", "contains a path separator"),
-            ("dotdot", "..", "..", "contains '..'"),
-            ("empty", "", "", "is empty"),
-            ("underscore-in-schema", "s._t", "_t", "starts with '_'"),
+        for label, name, shown, problem, like in [
+            ("underscore", "_x", "_x", "starts with '_'", "x"),
+            ("slash", "a/b", "a/b", "contains a path separator", "ab"),
+            ("dotdot", "..", "..", "contains '..'", "orders"),
+            ("empty", "", "", "is empty", "orders"),
+            ("underscore-in-schema", "s._t", "_t", "starts with '_'", "s.t"),
+            ("space", "Sales Header", "Sales Header", "contains a space", "SalesHeader"),
+            ("percent", "a%20b", "a%20b", "contains '%'", "a20b"),
+            ("two-dots", "a.b.c", "a.b.c", "has more than one '.'", "a.b_c"),
+            ("too-long", "x" * 300, "x" * 300, "is 300 bytes in UTF-8", "x" * 212),
         ]
     ],
     # types

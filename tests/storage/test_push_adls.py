@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from openmirror_nb.api import MirroredDatabase
-from openmirror_nb.errors import CredentialError, KeyColumnsError
+from openmirror_nb.errors import CredentialError, InvalidNameError, KeyColumnsError
+from openmirror_nb.status import Sources, build_report
 from openmirror_nb.target import OneLakeTarget
 from tests.dfs_server import TokenSequence
 from tests.storage.test_adls import make_storage, sent
@@ -123,3 +124,36 @@ def test_a_token_revoked_mid_push_is_refreshed_once(spark, dfs_auth, fs):
     assert result.sequence_numbers == (1, 2, 3)
     assert credential.calls == 2 and sum(r.status == 401 for r in sent(dfs_auth, fs)) == 1
     assert sum(_table(dfs_auth, fs, f"{i:020d}.parquet").num_rows for i in (1, 2, 3)) == 300
+
+
+def test_a_non_ascii_table_is_percent_encoded_once_on_the_wire(spark, dfs, fs):
+    """``Δ.表`` is pushed, listed, described, reported and dropped over the DFS protocol: every request path
+    and rename source carries its UTF-8 percent-encoded exactly once (the server decodes once and
+    stores the real name; a second encoding would store ``%CE%94`` literally)."""
+    urls: list[str] = []
+    storage = make_storage(dfs, fs, raw_request_hook=lambda request: urls.append(_wire(request)))
+    db = MirroredDatabase(target=OneLakeTarget("ws", "mirror"), storage=storage, lock_timeout=30)
+    df = spark.createDataFrame([(1, "a"), (2, "b")], "id long, v string")
+    assert db.push(df, table="Δ.表", keys=["id"]).sequence_numbers == (1,)
+    root = "mirror.MirroredDatabase/Files/LandingZone"
+    stored = {p for p in dfs.store.fs[fs] if p.startswith(root)}
+    assert f"{root}/Δ.schema/表/00000000000000000001.parquet" in stored
+    assert f"{root}/Δ.schema/表/_metadata.json" in stored
+    assert not [p for p in stored if "%" in p]
+    table_urls = [u for u in urls if "%CE%94.schema" in u]
+    assert table_urls and not [u for u in urls if "%25" in u or "Δ" in u]
+    assert any("_openmirror/locks/%CE%B4.%E8%A1%A8.lock" in u for u in urls)  # δ.表: case-folded
+    assert db.tables() == ["Δ.表"] and db.describe("Δ.表").keys == ("id",)
+    files = make_storage(dfs, fs, base_path="mirror.MirroredDatabase/Files")
+    report = build_report("onelake", Sources(landing_zone=storage, files=files))
+    assert [(t.table, t.folder, len(t.pending)) for t in report.tables] == [("Δ.表", "Δ.schema/表", 1)]
+    with pytest.raises(InvalidNameError, match=r"is table 'Δ\.表' of the landing zone spelled another way"):
+        db.push(df, table="δ.表", keys=["id"])
+    assert db.drop("Δ.表").existed
+    assert not [p for p in dfs.store.fs[fs] if "Δ" in p and "_openmirror/locks" not in p]
+
+
+def _wire(request) -> str:
+    """The request's URL and rename source as sent, percent-encoding included."""
+    http = request.http_request
+    return f"{http.url} {http.headers.get('x-ms-rename-source', '')}"
