@@ -156,7 +156,7 @@ def test_a_refresh_that_fails_says_so_and_keeps_the_last_report(db):
 
 def test_onelake_has_no_mirror_switch():
     report = StatusReport("https://onelake/ws/db", datetime.now(UTC), ReplicatorStatus("Running"), ())
-    fake = types.SimpleNamespace(target=OneLakeTarget("ws", "db"), status=lambda: report)
+    fake = types.SimpleNamespace(target=OneLakeTarget("ws", "db"), status=lambda: report, local_mirror=None)
     pane = om.widgets.MonitorPane(fake)
     assert pane.mirror is None and pane.mirror_toggle.disabled
     assert "No tables yet" in pane.detail.value
