@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from openmirror_nb.api import MirroredDatabase, connect
     from openmirror_nb.mirror import LocalMirror
     from openmirror_nb.pipeline.arrow_input import arrow_to_spark
+    from openmirror_nb.pipeline.delta_sync import read_delta
 
 __version__ = "0.1.0"
 
@@ -71,6 +72,7 @@ __all__ = [
     "__version__",
     "arrow_to_spark",
     "connect",
+    "read_delta",
     "widgets",
 ]
 
@@ -79,6 +81,7 @@ _LAZY = {
     "connect": "openmirror_nb.api",
     "MirroredDatabase": "openmirror_nb.api",
     "LocalMirror": "openmirror_nb.mirror",
+    "read_delta": "openmirror_nb.pipeline.delta_sync",
 }
 
 
