@@ -35,4 +35,9 @@ def mirrored(db: Any, table: str, columns: tuple[str, ...]) -> list[tuple[Any, .
     """The mirrored table's rows (after the local mirror ran), sorted, read with deltalake."""
     om.LocalMirror(db.target.root).run_once()
     rows = DeltaTable(str(db.target.root / "Tables" / "dbo" / table)).to_pyarrow_table().to_pylist()
-    return sorted((tuple(r[c] for c in columns) for r in rows), key=repr)
+    return ordered(tuple(r[c] for c in columns) for r in rows)
+
+
+def ordered(rows: Any) -> list[tuple[Any, ...]]:
+    """Rows sorted column by column, NULLs last."""
+    return sorted(rows, key=lambda row: tuple((v is None, 0 if v is None else v) for v in row))
