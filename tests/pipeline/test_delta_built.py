@@ -160,6 +160,16 @@ def test_column_mapping_by_id_reads_by_field_id_and_a_rename_needs_a_reseed(spar
 
 
 @pytest.mark.spark
+def test_a_folder_without_a_delta_log_is_refused_with_the_path(spark, tmp_path):
+    db = om.connect(tmp_path / "db")
+    with pytest.raises(om.ConfigError, match=r"is not a Delta table .*_delta_log"):
+        db.sync_delta(str(tmp_path / "nothing"), table="t", keys=["id"])
+    with pytest.raises(om.ConfigError, match="nothing"):
+        om.read_delta(str(tmp_path / "nothing"))
+    assert not db.target.landing_zone.joinpath("t").exists()
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("feature", ["futureFeature", "typeWidening"])
 def test_a_reader_feature_this_reader_cannot_read_is_refused(spark, tmp_path, lz_hash, feature):
     source = str(tmp_path / "source")

@@ -18,7 +18,7 @@ import numpy as np
 from openmirror_nb.errors import ConfigError
 from openmirror_nb.pipeline.delta.deletion_vectors import DeletionVector
 from openmirror_nb.pipeline.delta.scan import FileRead
-from openmirror_nb.pipeline.delta.table_log import Commit, TableRoot, check_readable, read_files
+from openmirror_nb.pipeline.delta.table_log import Commit, TableRoot, check_readable, fetch_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -117,7 +117,7 @@ def _deleted_rows(
     """Each deletion vector of ``actions``, decoded, by its unique id (DV files read at once)."""
     vectors = {_dv_id(dv): dv for dv in (DeletionVector.of(a) for a in actions) if dv is not None}
     places = {i: dv.location() for i, dv in vectors.items()}
-    files = read_files(spark, [root.locate(p) for p in places.values() if p is not None])
+    files = fetch_files(spark, [root.locate(p) for p in places.values() if p is not None])
     out = {}
     for i, dv in vectors.items():
         place = places[i]

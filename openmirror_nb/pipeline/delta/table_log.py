@@ -104,7 +104,7 @@ def check_readable(uri: str, reader_version: int, features: Any) -> None:
 def read_commits(spark: SparkSession, root: TableRoot, first: int, last: int) -> list[Commit]:
     """The JSON commits ``first..last``; raises when one is gone (its log was cleaned up)."""
     wanted = {v: root.locate(f"_delta_log/{v:020d}.json") for v in range(first, last + 1)}
-    found = read_files(spark, list(wanted.values()))
+    found = fetch_files(spark, list(wanted.values()))
     commits = []
     for version, (_, key) in wanted.items():
         content, modified = found[key]
@@ -116,7 +116,7 @@ def read_commits(spark: SparkSession, root: TableRoot, first: int, last: int) ->
     return commits
 
 
-def read_files(spark: SparkSession, files: list[tuple[str, str]]) -> dict[str, tuple[bytes, datetime]]:
+def fetch_files(spark: SparkSession, files: list[tuple[str, str]]) -> dict[str, tuple[bytes, datetime]]:
     """Small files (commits, deletion vectors) by key: their bytes and modification time.
 
     ``files`` are ``TableRoot.locate`` pairs; Spark raises if one does not exist.
@@ -145,7 +145,9 @@ def _delta_table(uri: str, version: int | None) -> Any:
     try:
         return DeltaTable(uri, version=version)
     except TableNotFoundError as exc:
-        raise ConfigError(f"sync_delta source {uri!r} is not a Delta table ({_line(exc)}).") from None
+        raise ConfigError(
+            f"{uri!r} is not a Delta table ({_line(exc)}); give the folder that holds its _delta_log."
+        ) from None
     except DeltaError as exc:
         if "not supported" in str(exc).lower() or "unsupported" in str(exc).lower():
             raise NotSupportedError(
