@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from openmirror_nb.mirror import LocalMirror, MirrorRun, SyncLimits, TableRun
     from openmirror_nb.mirror.history import KeyHistory, KeyVersion
     from openmirror_nb.pipeline.arrow_input import arrow_to_spark
+    from openmirror_nb.pipeline.delta_sync import read_delta
     from openmirror_nb.runtime import get_spark
     from openmirror_nb.schema_change import Change, ReseedResult, SchemaPlan
     from openmirror_nb.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
@@ -127,6 +128,7 @@ __all__ = [
     "connect",
     "get_spark",
     "profile_keys",
+    "read_delta",
     "suggest_keys",
     "widgets",
 ]
@@ -158,6 +160,7 @@ _LAZY = {
     "DataFileInfo": "openmirror_nb.landing_zone.table_scan",
     "Blocker": "openmirror_nb.landing_zone",
     "ColumnInfo": "openmirror_nb.table_info",
+    "read_delta": "openmirror_nb.pipeline.delta_sync",
 }
 
 

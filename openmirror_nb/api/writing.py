@@ -131,7 +131,15 @@ class Writing(DatabaseBase):
         publishes its change data feed since the version the table holds (``compact``: only each
         key's net change), committing the new version with the files, so a crash neither skips
         nor repeats a version. Without a feed over that range (not enabled, vacuumed) it pushes
-        a snapshot diff instead and ``SyncResult.fallback`` says why.
+        a snapshot diff instead and ``SyncResult.fallback`` says why. Outside Fabric the source is
+        read on Spark from its files (deletion vectors, column mapping, partitions, checkpoints),
+        never into the driver; in Fabric by Spark's Delta reader.
+
+        Raises:
+            SchemaChangeError: the source changed in a way the mirror cannot absorb (a rename, a
+                type change, a key column gone); the message gives the reseed to run. Nothing is
+                published.
+            NotSupportedError: the source uses a reader feature this reader cannot read.
 
         Example:
             >>> db.sync_delta("Tables/orders", table="sales.orders", keys=["order_id"])

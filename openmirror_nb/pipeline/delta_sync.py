@@ -5,22 +5,27 @@ the change data feed since the version the table holds, and the new version is c
 same push state as the files (``PushState.source_version``), so a crash can neither skip nor
 repeat a version. A source without a change data feed over that range — the feed was never
 enabled, or the versions were vacuumed or their log cleaned up — is synced with a snapshot diff
-instead, and the result says why.
+instead, and the result says why. A schema change the mirror cannot absorb stops the sync
+before anything is published, with the reseed to run (``pipeline.delta.schema_check``).
 
 The source is read with Spark's Delta reader where the session has Delta (Fabric, Databricks),
-else with ``deltalake`` (here), through ``arrow_to_spark``.
+else by ``pipeline.delta``: the log through ``deltalake``, the Parquet files through Spark.
+Neither pulls the table or the feed into the driver.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from openmirror_nb.errors import ConfigError, MissingDependencyError
+from openmirror_nb.errors import ConfigError
 from openmirror_nb.landing_zone.lifecycle import settle
 from openmirror_nb.landing_zone.table_folder import TableFolder
 from openmirror_nb.model import SyncResult
-from openmirror_nb.pipeline.arrow_input import arrow_to_spark
+from openmirror_nb.pipeline.delta.columns import FIELD_ID_READ
+from openmirror_nb.pipeline.delta.reader import read_changes, snapshot_of
+from openmirror_nb.pipeline.delta.schema_check import SourceSchema, check_source_schema
+from openmirror_nb.pipeline.delta.table_log import Version, open_version
 from openmirror_nb.pipeline.push import run_push
 from openmirror_nb.pipeline.request import PushRequest
 from openmirror_nb.storage.base import Storage
@@ -33,11 +38,12 @@ CDF_OP = "_change_type"
 
 @dataclass(frozen=True)
 class DeltaSource:
-    """One Delta table, read through Spark's Delta reader or ``deltalake``."""
+    """One Delta table, read through Spark's Delta reader or ``pipeline.delta``."""
 
     uri: str
     spark: SparkSession
     spark_delta: bool
+    _versions: dict[int | None, Version] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def open(cls, uri: str, spark: SparkSession) -> DeltaSource:
@@ -49,19 +55,19 @@ class DeltaSource:
         if self.spark_delta:
             row = self.spark.sql(f"DESCRIBE HISTORY delta.`{self.uri}` LIMIT 1").collect()[0]
             return int(row["version"])
-        return int(_delta_table(self.uri).version())
+        latest = self._at(None)
+        self._versions.setdefault(latest.number, latest)
+        return latest.number
 
     def snapshot(self, version: int) -> DataFrame:
         if self.spark_delta:
             return self.spark.read.format("delta").option("versionAsOf", version).load(self.uri)
-        table = _delta_table(self.uri)
-        table.load_as_version(version)
-        return arrow_to_spark(table.to_pyarrow_table(), spark=self.spark)
+        return snapshot_of(self.spark, self._read(version))
 
     def changes(self, after: int, upto: int) -> DataFrame:
         """The change data feed of versions ``after + 1 .. upto``; raises when there is none.
 
-        Read eagerly with ``deltalake`` so that a vacuumed range fails here, not mid-push.
+        Checked here, so that a vacuumed range fails now, not mid-push.
         """
         if self.spark_delta:
             feed = (
@@ -73,17 +79,37 @@ class DeltaSource:
             )
             feed.limit(1).collect()  # a missing range fails now, not in the push's job
             return feed
-        import pyarrow as pa
+        return read_changes(self.spark, self._at(after), self._read(upto))
 
-        # deltalake would make up a feed from file rewrites where none was recorded: check
-        end = _delta_table(self.uri, upto)
-        start = end if after + 1 == upto else _delta_table(self.uri, after + 1)
-        for version, table in ((after + 1, start), (upto, end)):
-            config = table.metadata().configuration
-            if str(config.get("delta.enableChangeDataFeed", "false")).lower() != "true":
-                raise ConfigError(f"the change data feed is not enabled at version {version} of {self.uri}")
-        stream = end.load_cdf(starting_version=after + 1, ending_version=upto)
-        return arrow_to_spark(pa.RecordBatchReader.from_stream(stream).read_all(), spark=self.spark)
+    def schema_at(self, version: int, *, held: int | None) -> SourceSchema:
+        """The source's schema at ``version`` and its renames since ``held`` (see
+        ``SourceSchema``)."""
+        if self.spark_delta:  # Spark's Delta reader hides column mapping: renames are guessed
+            return SourceSchema(self.snapshot(version).schema, None, True)
+        now = self._at(version).columns
+        try:
+            before = self._at(held).columns if held is not None else None
+        except Exception:  # that version's log is gone: renames are guessed
+            before = None
+        renames = None
+        if before is not None:
+            old = {before.physical_name(f["name"]): f["name"] for f in before.fields}
+            new = {now.physical_name(f["name"]): f["name"] for f in now.fields}
+            renames = {old[p]: n for p, n in new.items() if p in old and old[p] != n}
+        return SourceSchema(now.logical(), renames, now.mode != "none")
+
+    def _read(self, version: int) -> Version:
+        at = self._at(version)
+        if at.columns.mode == "id":
+            # Spark matches Parquet columns by field id only with this on; it changes no read
+            # whose schema has no field ids. Set for the session: frames are read lazily.
+            self.spark.conf.set(FIELD_ID_READ, "true")
+        return at
+
+    def _at(self, version: int | None) -> Version:
+        if version not in self._versions:
+            self._versions[version] = open_version(self.uri, version)
+        return self._versions[version]
 
 
 def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> SyncResult:
@@ -95,6 +121,7 @@ def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> S
     with home.lock(timeout=request.lock_timeout):
         settle(home)  # a sync that died after deciding its push is finished first: no repeat
         state = home.read_state()
+        meta = home.read_metadata()
     held = state.source_version if state and state.source == source.uri else None
     now = source.version()
     name = str(request.table)
@@ -104,6 +131,15 @@ def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> S
         raise ConfigError(
             f"{source.uri} is at version {now}, before version {held} that table {name} holds; "
             "was the source restored or replaced? Drop the table (db.drop) and sync again."
+        )
+    if state is not None:
+        check_source_schema(
+            source.schema_at(now, held=held),
+            uri=source.uri,
+            table=name,
+            pushed=state.schema,
+            keys=tuple(state.key_columns),
+            delimited=bool(meta and meta.options.is_delimited),
         )
     fallback = None
     if held is not None:
@@ -129,21 +165,27 @@ def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> S
     return SyncResult(name, source.uri, held, now, "snapshot", fallback, pushed)
 
 
+def read_delta(source: str, *, version: int | None = None) -> DataFrame:
+    """A Delta table (path or URI) as a Spark DataFrame, at ``version`` (default: the latest).
+
+    Read by Spark's Delta reader where the session has Delta (Fabric), else by openmirror_nb's
+    own (deletion vectors, column mapping, partitions, checkpoints; the rows stay on Spark).
+    This is how a reseed of a table that ``sync_delta`` follows gets its data.
+
+    Example:
+        >>> df = om.read_delta("Tables/orders")
+        >>> db.apply_schema_change(db.plan_schema_change("sales.orders", df), df, confirm="sales.orders")
+    """
+    from openmirror_nb.runtime import get_spark
+
+    delta = DeltaSource.open(source, get_spark())
+    return delta.snapshot(delta.version() if version is None else version)
+
+
 def _spark_reads_delta(spark: SparkSession) -> bool:
     # Fabric and Databricks sessions carry Delta's SQL extension; plain local Spark does not.
     extensions = spark.conf.get("spark.sql.extensions", None) or ""
     return "delta" in extensions.lower()
-
-
-def _delta_table(uri: str, version: int | None = None) -> Any:
-    try:
-        from deltalake import DeltaTable
-    except ImportError:
-        raise MissingDependencyError(
-            "Reading a Delta table without Spark's Delta reader needs deltalake; "
-            "pip install 'openmirror-nb[spark]'."
-        ) from None
-    return DeltaTable(uri, version=version)
 
 
 def feed_problem(exc: Exception) -> str:
