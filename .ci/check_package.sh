@@ -87,7 +87,7 @@ zf = zipfile.ZipFile(whl)
 meta = email.parser.Parser().parsestr(zf.read(f"{info}/METADATA").decode())
 if meta["License-Expression"] != "MIT":
     bad.append(f"wheel METADATA License-Expression is {meta['License-Expression']!r}, not 'MIT'")
-if "openmirror = openmirror_nb.cli:main" not in zf.read(f"{info}/entry_points.txt").decode():
+if "openmirror = openmirror_nb._core.cli:main" not in zf.read(f"{info}/entry_points.txt").decode():
     bad.append("wheel declares no `openmirror` command")
 if bad:
     sys.exit("\n".join(bad))

@@ -324,10 +324,10 @@ def child_main(run: Callable[[], dict[str, Any]]) -> None:
 # --- where the time goes in db.push ---------------------------------------------------------
 
 
-# (module, attribute, label): the stages of openmirror_nb/pipeline/context.py, stage.py and push.py.
+# (module, attribute, label): the stages of openmirror_nb/_core/pipeline/context.py, stage.py and push.py.
 def _phase(event: Any) -> str | None:
     """The profile's phase of a progress event (``None``: the current phase goes on)."""
-    from openmirror_nb import progress as p
+    from openmirror_nb._core import progress as p
 
     if isinstance(event, p.Validating | p.WaitingForLock):
         return "validate, lock wait, settle, shape"
@@ -474,7 +474,7 @@ class Scratch:
 
     def write(self, df: Any, **opts: Any) -> None:
         """A Parquet write with the library's own write settings."""
-        from openmirror_nb.pipeline.stage import _WRITE_CONF, session_conf
+        from openmirror_nb._core.pipeline.stage import _WRITE_CONF, session_conf
 
         with session_conf(self.spark, _WRITE_CONF):
             df.write.options(**opts).parquet(self.fresh())
@@ -509,7 +509,7 @@ def groupby_state(df: Any, keys: tuple[str, ...]) -> Any:
     compare it with the library's window count (``snapdiff.snapshot_state``)."""
     from pyspark.sql import functions as F
 
-    from openmirror_nb.pipeline import keystate
+    from openmirror_nb._core.pipeline import keystate
 
     h1, h2 = keystate.row_hashes(df, keys=keys)
     hashed = df.select(*keys, h1.alias(keystate.H1), h2.alias(keystate.H2))
@@ -552,7 +552,7 @@ def write_probe(
 @contextlib.contextmanager
 def forced_compaction() -> Iterator[None]:
     """The next push writes the whole key state as a new base (any delta makes it due)."""
-    from openmirror_nb.pipeline import keystate
+    from openmirror_nb._core.pipeline import keystate
 
     saved = keystate.MAX_DELTAS
     keystate.MAX_DELTAS = 1

@@ -49,8 +49,8 @@ def child(source: str, db_path: str, keys: list[str], *, baseline: bool) -> None
         from deltalake import DeltaTable
 
         import openmirror_nb as om
-        from openmirror_nb.pipeline import delta_sync  # noqa: F401
-        from openmirror_nb.runtime import get_spark
+        from openmirror_nb._core.pipeline import delta_sync  # noqa: F401
+        from openmirror_nb._core.runtime import get_spark
 
         spark = get_spark()
         db = om.connect(db_path)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c
 
 import openmirror_nb as om
-from openmirror_nb.runtime import get_spark
+from openmirror_nb._core.runtime import get_spark
 
 GOAL = 1.0
 TABLE = "bench.orders"

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from openmirror_nb.mirror import LocalMirror, read_delta_arrow
+from openmirror_nb._core.mirror import LocalMirror, read_delta_arrow
 
 MARKER = "__rowMarker__"
 RESULTS = Path(__file__).parent / "results" / "mirror.json"

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import loadavg, source  # shared with the other benchmarks
 
 import openmirror_nb as om
-from openmirror_nb.runtime import get_spark
+from openmirror_nb._core.runtime import get_spark
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -30,7 +30,7 @@ TABLE = "bench.orders"
 def child(rows: int) -> None:
     def run() -> dict[str, Any]:
         import openmirror_nb as om
-        from openmirror_nb.runtime import get_spark
+        from openmirror_nb._core.runtime import get_spark
 
         spark = get_spark()
         profiler = c.Profiler(spark).install()

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the repo root, so tests/ is the package "tests"
 
-from openmirror_nb.storage.adls import AdlsStorage  # noqa: E402
+from openmirror_nb._core.storage.adls import AdlsStorage  # noqa: E402
 from tests.dfs_server import StaticTokenCredential, start_server  # noqa: E402
 
 GOAL = 3.0

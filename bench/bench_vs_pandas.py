@@ -61,7 +61,7 @@ def our_push(df: Any, root: Path, progress: Any = False) -> int:
 
 
 def spark_session(arrow: bool = True) -> Any:
-    from openmirror_nb.runtime import get_spark
+    from openmirror_nb._core.runtime import get_spark
 
     spark = get_spark()
     set_arrow(spark, arrow)

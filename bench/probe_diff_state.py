@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from openmirror_nb.pipeline import keystate, snapdiff
-from openmirror_nb.pipeline.stage import _WRITE_CONF, session_conf
-from openmirror_nb.runtime import get_spark
+from openmirror_nb._core.pipeline import keystate, snapdiff
+from openmirror_nb._core.pipeline.stage import _WRITE_CONF, session_conf
+from openmirror_nb._core.runtime import get_spark
 
 KEYS = ("id",)
 NO_DICT = {f"parquet.enable.dictionary#{col}": "false" for col in (keystate.H1, keystate.H2, keystate.ROWS)}

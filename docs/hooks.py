@@ -68,11 +68,11 @@ def _bench() -> str:
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
     if "{{ magic_help }}" in markdown:
-        from openmirror_nb.magics.parser import build_parser
+        from openmirror_nb._core.magics.parser import build_parser
 
         markdown = markdown.replace("{{ magic_help }}", _verbs(build_parser()))
     if "{{ cli_help }}" in markdown:
-        from openmirror_nb.cli import _parser
+        from openmirror_nb._core.cli import _parser
 
         markdown = markdown.replace("{{ cli_help }}", _verbs(_parser()))
     if "{{ api_reference }}" in markdown or "{{ errors_reference }}" in markdown:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb.errors import (
+from openmirror_nb._core.errors import (
     ChangeFeedError,
     ConfigError,
     CredentialError,
@@ -28,7 +28,7 @@ from openmirror_nb.errors import (
     StorageError,
     UnsupportedTypeError,
 )
-from openmirror_nb.model import (
+from openmirror_nb._core.model import (
     DelimitedTextOptions,
     DropResult,
     PartnerInfo,
@@ -38,7 +38,7 @@ from openmirror_nb.model import (
     SyncResult,
     TableOptions,
 )
-from openmirror_nb.progress import (
+from openmirror_nb._core.progress import (
     Cancelled,
     Committing,
     Finished,
@@ -52,18 +52,18 @@ from openmirror_nb.progress import (
 
 if TYPE_CHECKING:
     from openmirror_nb import widgets
-    from openmirror_nb.api import MirroredDatabase, connect
-    from openmirror_nb.keys import KeyProfile, profile_keys, suggest_keys
-    from openmirror_nb.landing_zone import Blocker
-    from openmirror_nb.landing_zone.table_scan import DataFileInfo, TableScan
-    from openmirror_nb.mirror import LocalMirror, MirrorRun, SyncLimits, TableRun
-    from openmirror_nb.mirror.history import KeyHistory, KeyVersion
-    from openmirror_nb.pipeline.arrow_input import arrow_to_spark
-    from openmirror_nb.pipeline.delta_sync import read_delta
-    from openmirror_nb.runtime import get_spark
-    from openmirror_nb.schema_change import Change, ReseedResult, SchemaPlan
-    from openmirror_nb.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
-    from openmirror_nb.table_info import ColumnInfo, TableInfo
+    from openmirror_nb._core.api import MirroredDatabase, connect
+    from openmirror_nb._core.keys import KeyProfile, profile_keys, suggest_keys
+    from openmirror_nb._core.landing_zone import Blocker
+    from openmirror_nb._core.landing_zone.table_scan import DataFileInfo, TableScan
+    from openmirror_nb._core.mirror import LocalMirror, MirrorRun, SyncLimits, TableRun
+    from openmirror_nb._core.mirror.history import KeyHistory, KeyVersion
+    from openmirror_nb._core.pipeline.arrow_input import arrow_to_spark
+    from openmirror_nb._core.pipeline.delta_sync import read_delta
+    from openmirror_nb._core.runtime import get_spark
+    from openmirror_nb._core.schema_change import Change, ReseedResult, SchemaPlan
+    from openmirror_nb._core.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
+    from openmirror_nb._core.table_info import ColumnInfo, TableInfo
 
 __version__ = "0.1.0"
 
@@ -135,32 +135,32 @@ __all__ = [
 
 # name -> the module that defines it; loaded on first use.
 _LAZY = {
-    "arrow_to_spark": "openmirror_nb.pipeline.arrow_input",
-    "connect": "openmirror_nb.api",
-    "MirroredDatabase": "openmirror_nb.api",
-    "get_spark": "openmirror_nb.runtime",
-    "LocalMirror": "openmirror_nb.mirror",
-    "MirrorRun": "openmirror_nb.mirror",
-    "TableRun": "openmirror_nb.mirror",
-    "SyncLimits": "openmirror_nb.mirror",
-    "KeyHistory": "openmirror_nb.mirror.history",
-    "KeyVersion": "openmirror_nb.mirror.history",
-    "Change": "openmirror_nb.schema_change",
-    "SchemaPlan": "openmirror_nb.schema_change",
-    "ReseedResult": "openmirror_nb.schema_change",
-    "StatusReport": "openmirror_nb.status",
-    "TableStatus": "openmirror_nb.status",
-    "ReplicatorStatus": "openmirror_nb.status",
-    "Reconciliation": "openmirror_nb.status",
-    "KeyProfile": "openmirror_nb.keys",
-    "profile_keys": "openmirror_nb.keys",
-    "suggest_keys": "openmirror_nb.keys",
-    "TableInfo": "openmirror_nb.table_info",
-    "TableScan": "openmirror_nb.landing_zone.table_scan",
-    "DataFileInfo": "openmirror_nb.landing_zone.table_scan",
-    "Blocker": "openmirror_nb.landing_zone",
-    "ColumnInfo": "openmirror_nb.table_info",
-    "read_delta": "openmirror_nb.pipeline.delta_sync",
+    "arrow_to_spark": "openmirror_nb._core.pipeline.arrow_input",
+    "connect": "openmirror_nb._core.api",
+    "MirroredDatabase": "openmirror_nb._core.api",
+    "get_spark": "openmirror_nb._core.runtime",
+    "LocalMirror": "openmirror_nb._core.mirror",
+    "MirrorRun": "openmirror_nb._core.mirror",
+    "TableRun": "openmirror_nb._core.mirror",
+    "SyncLimits": "openmirror_nb._core.mirror",
+    "KeyHistory": "openmirror_nb._core.mirror.history",
+    "KeyVersion": "openmirror_nb._core.mirror.history",
+    "Change": "openmirror_nb._core.schema_change",
+    "SchemaPlan": "openmirror_nb._core.schema_change",
+    "ReseedResult": "openmirror_nb._core.schema_change",
+    "StatusReport": "openmirror_nb._core.status",
+    "TableStatus": "openmirror_nb._core.status",
+    "ReplicatorStatus": "openmirror_nb._core.status",
+    "Reconciliation": "openmirror_nb._core.status",
+    "KeyProfile": "openmirror_nb._core.keys",
+    "profile_keys": "openmirror_nb._core.keys",
+    "suggest_keys": "openmirror_nb._core.keys",
+    "TableInfo": "openmirror_nb._core.table_info",
+    "TableScan": "openmirror_nb._core.landing_zone.table_scan",
+    "DataFileInfo": "openmirror_nb._core.landing_zone.table_scan",
+    "Blocker": "openmirror_nb._core.landing_zone",
+    "ColumnInfo": "openmirror_nb._core.table_info",
+    "read_delta": "openmirror_nb._core.pipeline.delta_sync",
 }
 
 
@@ -181,10 +181,10 @@ def __dir__() -> list[str]:
 
 
 def load_ipython_extension(shell: Any) -> None:
-    """``%load_ext openmirror_nb``: register the ``%openmirror`` magic (see ``openmirror_nb.magics``)."""
-    importlib.import_module("openmirror_nb.magics").load_ipython_extension(shell)
+    """``%load_ext openmirror_nb``: register the ``%openmirror`` magic."""
+    importlib.import_module("openmirror_nb._core.magics").load_ipython_extension(shell)
 
 
 def unload_ipython_extension(shell: Any) -> None:
     """``%unload_ext openmirror_nb``: stop the mirrors the magic started and unregister it."""
-    importlib.import_module("openmirror_nb.magics").unload_ipython_extension(shell)
+    importlib.import_module("openmirror_nb._core.magics").unload_ipython_extension(shell)

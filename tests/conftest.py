@@ -51,7 +51,7 @@ def no_credentials(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="session")
 def spark():
-    from openmirror_nb.runtime import get_spark
+    from openmirror_nb._core.runtime import get_spark
 
     session = get_spark()
     yield session
@@ -91,7 +91,7 @@ def small_buckets(monkeypatch):
     """Test tables have a few rows: one row per bucket gives them several (up to the 4 shuffle
     partitions), so every push in the suite runs the bucket layout as a large table would (see
     pipeline.buckets)."""
-    from openmirror_nb.pipeline import buckets
+    from openmirror_nb._core.pipeline import buckets
 
     monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 1)
 

@@ -3,9 +3,9 @@ journal it would write, for the publish-protocol, lifecycle and scan tests."""
 
 from __future__ import annotations
 
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.journal import Journal, JournalEntry
-from openmirror_nb.landing_zone.push_state import PushState
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone.journal import Journal, JournalEntry
+from openmirror_nb._core.landing_zone.push_state import PushState
 
 META = '{"keyColumns": ["id"]}'
 SCHEMA = '{"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": true, "metadata": {}}]}'

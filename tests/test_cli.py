@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from openmirror_nb.cli import main
+from openmirror_nb._core.cli import main
 
 
 @pytest.mark.spark
@@ -69,7 +69,7 @@ def _database(root, *, broken: bool = False):
     """A local mirrored database, mirrored once: ``sales.orders`` healthy, and with ``broken`` a
     table waiting on a gap and one the mirror failed on an empty file."""
     import openmirror_nb as om
-    from openmirror_nb.landing_zone import TableFolder
+    from openmirror_nb._core.landing_zone import TableFolder
     from tests.test_table_scan import parquet, push, seq
 
     db = om.connect(root)
@@ -162,8 +162,8 @@ def test_cli_old_forms_still_work_and_say_what_to_write_instead(tmp_path, capsys
 
 def test_cli_and_magic_share_one_grammar():
     """Where both skins have a verb, its arguments and choices are the same (the CLI adds --db)."""
-    from openmirror_nb.grammar import VERBS, add_verbs
-    from openmirror_nb.magics.parser import build_parser
+    from openmirror_nb._core.grammar import VERBS, add_verbs
+    from openmirror_nb._core.magics.parser import build_parser
 
     def options(parser):
         sub = next(a for a in parser._actions if a.dest == "verb")

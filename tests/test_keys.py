@@ -1,4 +1,4 @@
-"""``openmirror_nb.keys``: profiling key columns, suggesting keys and listing the sources a notebook
+"""``openmirror_nb._core.keys``: profiling key columns, suggesting keys and listing the sources a notebook
 can push, on the shared local Spark session."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from pyspark.sql import DataFrame
 
-from openmirror_nb.errors import ConfigError, KeyColumnsError
-from openmirror_nb.keys import KeyProfile, list_sources, profile_keys, source_preview, suggest_keys
+from openmirror_nb._core.errors import ConfigError, KeyColumnsError
+from openmirror_nb._core.keys import KeyProfile, list_sources, profile_keys, source_preview, suggest_keys
 
 pytestmark = pytest.mark.spark
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from openmirror_nb.errors import LandingZoneError
-from openmirror_nb.landing_zone import (
+from openmirror_nb._core.errors import LandingZoneError
+from openmirror_nb._core.landing_zone import (
     TableFolder,
     data_file_name,
     metadata_bytes,
@@ -13,8 +13,8 @@ from openmirror_nb.landing_zone import (
     parse_sequence,
     partner_events_bytes,
 )
-from openmirror_nb.model import DelimitedTextOptions, PartnerInfo, TableOptions
-from openmirror_nb.storage.local import LocalStorage
+from openmirror_nb._core.model import DelimitedTextOptions, PartnerInfo, TableOptions
+from openmirror_nb._core.storage.local import LocalStorage
 
 
 def test_twenty_digit_names():

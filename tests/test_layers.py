@@ -196,3 +196,23 @@ def _notebook_imports() -> set[tuple[str, str]]:
 def test_notebooks_use_only_the_public_api():
     internal = sorted((nb, m) for nb, m in _notebook_imports() if m not in PUBLIC)
     assert internal == [], "use `import openmirror_nb as om` (or om.widgets)"
+
+
+def test_internals_sit_behind_the_private_package():
+    """Outside ``_core`` lie only the public API (root, panels, ``python -m``) and the two homes
+    earlier versions documented, which now warn and forward (issue 24)."""
+    public = sorted(
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*")
+        if path.is_file()
+        and "_core" not in path.relative_to(PACKAGE).parts
+        and "__pycache__" not in path.parts
+    )
+    assert public == [
+        "__init__.py",
+        "__main__.py",
+        "fabric.py",
+        "landing_zone.py",
+        "py.typed",
+        "widgets/__init__.py",
+    ]

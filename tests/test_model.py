@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from openmirror_nb.errors import ConfigError, InvalidNameError, OpenMirrorError
-from openmirror_nb.model import PushResult, TableOptions, TableRef
-from openmirror_nb.table_names import check_name
+from openmirror_nb._core.errors import ConfigError, InvalidNameError, OpenMirrorError
+from openmirror_nb._core.model import PushResult, TableOptions, TableRef
+from openmirror_nb._core.table_names import check_name
 
 
 def test_table_ref_forms():

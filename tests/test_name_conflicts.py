@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.model import TableRef
-from openmirror_nb.status.records import NOT_LISTED
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.model import TableRef
+from openmirror_nb._core.status.records import NOT_LISTED
 from tests.conftest import tree_hash
 from tests.test_table_scan import parquet, push
 

@@ -14,12 +14,12 @@ from datetime import UTC, datetime
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.landing_zone.table_scan import DataFileInfo
-from openmirror_nb.mirror.results import MirrorRun, TableRun
-from openmirror_nb.model import DropResult, PushResult, SyncResult, TableOptions
-from openmirror_nb.status import ReplicatorStatus, StatusReport, TableStatus
-from openmirror_nb.status.render import table_detail_html
-from openmirror_nb.table_info import ColumnInfo, TableInfo, database_html
+from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
+from openmirror_nb._core.mirror.results import MirrorRun, TableRun
+from openmirror_nb._core.model import DropResult, PushResult, SyncResult, TableOptions
+from openmirror_nb._core.status import ReplicatorStatus, StatusReport, TableStatus
+from openmirror_nb._core.status.render import table_detail_html
+from openmirror_nb._core.table_info import ColumnInfo, TableInfo, database_html
 
 NOW = datetime(2025, 5, 20, 12, 0, 0, tzinfo=UTC)
 HEAVY = ("pyspark", "ipywidgets", "IPython", "azure", "sempy", "deltalake")
@@ -171,7 +171,7 @@ def test_status_report_separates_counts():
 STARTUP_LINES = ("Setting default log level", "To adjust logging level", "NativeCodeLoader")
 
 OURS = """
-from openmirror_nb.runtime import get_spark
+from openmirror_nb._core.runtime import get_spark
 spark = get_spark()
 assert spark.range(3).count() == 3
 print("LEVEL", spark.sparkContext._jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())
@@ -184,7 +184,7 @@ except Exception:
 USERS = """
 import threading
 from pyspark.sql import SparkSession
-from openmirror_nb.runtime import get_spark
+from openmirror_nb._core.runtime import get_spark
 mine = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
 mine.sparkContext.setLogLevel("INFO")
 assert get_spark() is mine

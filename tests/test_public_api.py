@@ -8,8 +8,8 @@ import warnings
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.table_scan import scan
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone.table_scan import scan
 from tests.test_table_scan import parquet, push, seq
 
 

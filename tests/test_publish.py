@@ -7,12 +7,12 @@ import os
 
 import pytest
 
-from openmirror_nb.errors import LandingZoneError
-from openmirror_nb.landing_zone.journal import Journal
-from openmirror_nb.landing_zone.lifecycle import settle
-from openmirror_nb.landing_zone.publish import publish
-from openmirror_nb.landing_zone.table_folder import TableFolder
-from openmirror_nb.storage.local import LocalStorage
+from openmirror_nb._core.errors import LandingZoneError
+from openmirror_nb._core.landing_zone.journal import Journal
+from openmirror_nb._core.landing_zone.lifecycle import settle
+from openmirror_nb._core.landing_zone.publish import publish
+from openmirror_nb._core.landing_zone.table_folder import TableFolder
+from openmirror_nb._core.storage.local import LocalStorage
 from tests.journals import staged_journal
 
 FOLDER = "sales.schema/orders"

@@ -11,12 +11,12 @@ import threading
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import ConfigError, LandingZoneError, ReseedError
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.reseed_journal import ReseedJournal, read_reseed, write_reseed
-from openmirror_nb.progress import WaitingForLock
-from openmirror_nb.schema_change import classify
-from openmirror_nb.schema_change.waits import Mirror
+from openmirror_nb._core.errors import ConfigError, LandingZoneError, ReseedError
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone.reseed_journal import ReseedJournal, read_reseed, write_reseed
+from openmirror_nb._core.progress import WaitingForLock
+from openmirror_nb._core.schema_change import classify
+from openmirror_nb._core.schema_change.waits import Mirror
 
 
 def schema(*fields):

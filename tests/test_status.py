@@ -17,13 +17,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import ConfigError, LandingZoneError
-from openmirror_nb.fabric.status import FabricErrorInfo, MirroringStatus, TableMirroringStatus
-from openmirror_nb.landing_zone import TableFolder, scan
-from openmirror_nb.status import COLUMNS, Sources, build_report
-from openmirror_nb.status.reconcile import compare
-from openmirror_nb.status.sources import database_sources
-from openmirror_nb.storage.local import LocalStorage
+from openmirror_nb._core.errors import ConfigError, LandingZoneError
+from openmirror_nb._core.fabric.status import FabricErrorInfo, MirroringStatus, TableMirroringStatus
+from openmirror_nb._core.landing_zone import TableFolder, scan
+from openmirror_nb._core.status import COLUMNS, Sources, build_report
+from openmirror_nb._core.status.reconcile import compare
+from openmirror_nb._core.status.sources import database_sources
+from openmirror_nb._core.storage.local import LocalStorage
 from tests.test_table_scan import parquet, push, seq
 
 GAP_MESSAGE = (
@@ -361,9 +361,9 @@ def test_a_rest_failure_is_a_note_without_the_token_and_falls_back_to_the_files(
 
 def test_database_sources_in_a_fabric_runtime_asks_the_rest_api(db, root, monkeypatch):
     pytest.importorskip("sempy")
-    from openmirror_nb.fabric import status as fabric_status
-    from openmirror_nb.fabric.rest import fabric_rest_client
-    from openmirror_nb.target import OneLakeTarget
+    from openmirror_nb._core.fabric import status as fabric_status
+    from openmirror_nb._core.fabric.rest import fabric_rest_client
+    from openmirror_nb._core.target import OneLakeTarget
     from tests.dfs_server import StaticTokenCredential
     from tests.fabric.fabric_api import ITEM_ID, TOKEN, WORKSPACE_ID, FabricApi
 
@@ -501,15 +501,15 @@ def test_compare_blames_pending_files_for_a_mirrored_table_behind():
 def test_onelake_reconcile_says_why_the_mirrored_table_cannot_be_counted():
     """OneLake: Tables/<schema>/<table> is read with the connection's credential; a credential
     that yields no token is named in the reconciliation, never raised, and never leaks a secret."""
-    from openmirror_nb.status.reconcile import reconciled
-    from openmirror_nb.status.records import ReplicatorStatus, TableStatus
-    from openmirror_nb.status.report import StatusReport
-    from openmirror_nb.status.sources import onelake_row_counter, onelake_table_uri
-    from openmirror_nb.target import OneLakeTarget
+    from openmirror_nb._core.status.reconcile import reconciled
+    from openmirror_nb._core.status.records import ReplicatorStatus, TableStatus
+    from openmirror_nb._core.status.report import StatusReport
+    from openmirror_nb._core.status.sources import onelake_row_counter, onelake_table_uri
+    from openmirror_nb._core.target import OneLakeTarget
 
     target = OneLakeTarget("ws", "sales_db.MirroredDatabase")
     assert (
-        onelake_table_uri(target, om.model.TableRef.parse("sales.orders"))
+        onelake_table_uri(target, om._core.model.TableRef.parse("sales.orders"))
         == "abfss://ws@onelake.dfs.fabric.microsoft.com/sales_db.MirroredDatabase/Tables/sales/orders"
     )
 

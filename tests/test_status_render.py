@@ -11,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from openmirror_nb.landing_zone.blockers import Blocker
-from openmirror_nb.landing_zone.table_scan import DataFileInfo
-from openmirror_nb.status import COLUMNS, Reconciliation, ReplicatorStatus, StatusReport, TableStatus
-from openmirror_nb.status.render import ago, sparkline_svg, table_detail_html
-from openmirror_nb.status.report import as_html, as_json
+from openmirror_nb._core.landing_zone.blockers import Blocker
+from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
+from openmirror_nb._core.status import COLUMNS, Reconciliation, ReplicatorStatus, StatusReport, TableStatus
+from openmirror_nb._core.status.render import ago, sparkline_svg, table_detail_html
+from openmirror_nb._core.status.report import as_html, as_json
 
 NOW = datetime(2025, 5, 20, 12, 0, 0, tzinfo=UTC)
 GAP = Blocker("gap", "file 00000000000000000002.parquet is missing: file 3 waits for it.", "2.parquet")

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import LandingZoneError
-from openmirror_nb.table_info import ColumnInfo
+from openmirror_nb._core.errors import LandingZoneError
+from openmirror_nb._core.table_info import ColumnInfo
 
 CREATED = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 LAST_PUSH = 1_700_003_600.5  # one hour and half a second later

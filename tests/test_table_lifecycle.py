@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.cli import main
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.journal import Journal
-from openmirror_nb.landing_zone.lifecycle import settle
-from openmirror_nb.landing_zone.publish import publish
+from openmirror_nb._core.cli import main
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone.journal import Journal
+from openmirror_nb._core.landing_zone.lifecycle import settle
+from openmirror_nb._core.landing_zone.publish import publish
 from tests.journals import staged_journal
 
 TABLE = "sales.orders"
@@ -152,7 +152,7 @@ def test_a_drop_killed_after_the_move_is_finished_by_the_next_operation(db, home
         if step == "drop_after_move":
             raise Killed
 
-    monkeypatch.setattr("openmirror_nb.landing_zone.lifecycle.crash_point", die)
+    monkeypatch.setattr("openmirror_nb._core.landing_zone.lifecycle.crash_point", die)
     with pytest.raises(Killed):
         db.drop(TABLE)
     monkeypatch.undo()

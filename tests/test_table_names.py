@@ -1,4 +1,4 @@
-"""The naming rule (``openmirror_nb.table_names``): what a table or schema name may be, the one-line
+"""The naming rule (``openmirror_nb._core.table_names``): what a table or schema name may be, the one-line
 refusal with a name that works, case-folded identities, and a byte limit that fits every file name
 the toolkit builds from a table name (checked against the real builders and a real file system)."""
 
@@ -10,15 +10,15 @@ import re
 
 import pytest
 
-from openmirror_nb.errors import InvalidNameError, OpenMirrorError
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.discovery import TableLocation, spellings
-from openmirror_nb.landing_zone.lifecycle import drop
-from openmirror_nb.landing_zone.reseed_journal import reseed_path
-from openmirror_nb.model import TableRef
-from openmirror_nb.storage import local
-from openmirror_nb.storage.local import LocalStorage
-from openmirror_nb.table_names import FILE_NAME_BYTES, MAX_NAME_BYTES, RULE, identity, suggest
+from openmirror_nb._core.errors import InvalidNameError, OpenMirrorError
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone.discovery import TableLocation, spellings
+from openmirror_nb._core.landing_zone.lifecycle import drop
+from openmirror_nb._core.landing_zone.reseed_journal import reseed_path
+from openmirror_nb._core.model import TableRef
+from openmirror_nb._core.storage import local
+from openmirror_nb._core.storage.local import LocalStorage
+from openmirror_nb._core.table_names import FILE_NAME_BYTES, MAX_NAME_BYTES, RULE, identity, suggest
 
 # (value, what the message says about it, the name it suggests)
 REFUSED = [

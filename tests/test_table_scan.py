@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.landing_zone import TableFolder, data_file_name, scan
-from openmirror_nb.landing_zone.journal import Journal
-from openmirror_nb.landing_zone.lifecycle import settle
-from openmirror_nb.landing_zone.publish import publish
-from openmirror_nb.mirror import LocalMirror
+from openmirror_nb._core.landing_zone import TableFolder, data_file_name, scan
+from openmirror_nb._core.landing_zone.journal import Journal
+from openmirror_nb._core.landing_zone.lifecycle import settle
+from openmirror_nb._core.landing_zone.publish import publish
+from openmirror_nb._core.mirror import LocalMirror
 from tests.journals import staged_journal
 
 META = '{"keyColumns": ["id"]}'

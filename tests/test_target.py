@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import ConfigError
-from openmirror_nb.target import LocalTarget, OneLakeTarget, parse_target
+from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.target import LocalTarget, OneLakeTarget, parse_target
 
 
 def test_default_is_openmirror_db_in_cwd(tmp_path, monkeypatch):

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from openmirror_nb.errors import MissingDependencyError
+from openmirror_nb._core.errors import MissingDependencyError
 
 try:
     import ipywidgets  # noqa: F401  (only to turn its absence into a clear error)
@@ -13,8 +13,8 @@ except ImportError:  # pragma: no cover - the dev environment has it
         "The panels need ipywidgets: pip install 'openmirror-nb[notebook]' (Fabric notebooks have it)."
     ) from None
 
-from openmirror_nb.widgets.monitor import MonitorPane
-from openmirror_nb.widgets.onboarding import Onboarding
-from openmirror_nb.widgets.schema_wizard import SchemaWizard
+from openmirror_nb._core.widgets.monitor import MonitorPane
+from openmirror_nb._core.widgets.onboarding import Onboarding
+from openmirror_nb._core.widgets.schema_wizard import SchemaWizard
 
 __all__ = ["MonitorPane", "Onboarding", "SchemaWizard"]

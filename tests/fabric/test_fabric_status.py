@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from openmirror_nb.errors import ConfigError, MissingDependencyError
-from openmirror_nb.fabric import (
+from openmirror_nb._core.errors import ConfigError, MissingDependencyError
+from openmirror_nb._core.fabric import (
     FabricRestError,
     MirroringStatus,
     fabric_rest_client,
@@ -157,7 +157,7 @@ def test_a_fresh_process_prints_nothing_and_never_prompts(api, tmp_path):
             raise SystemExit("input() was called")
         builtins.input = refuse
         from tests.dfs_server import StaticTokenCredential
-        from openmirror_nb.fabric import fabric_rest_client, get_mirroring_status, get_tables_mirroring_status
+        from openmirror_nb._core.fabric import fabric_rest_client, get_mirroring_status, get_tables_mirroring_status
         client = fabric_rest_client(credential=StaticTokenCredential({TOKEN!r}), base_url={api.url!r})
         status = get_mirroring_status({WORKSPACE_ID!r}, "orders_db", client=client)
         tables = get_tables_mirroring_status("Sales", {ITEM_ID!r}, client=client)

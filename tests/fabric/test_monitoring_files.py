@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from openmirror_nb.errors import StorageError
-from openmirror_nb.fabric import read_monitoring_files
-from openmirror_nb.storage.local import LocalStorage
+from openmirror_nb._core.errors import StorageError
+from openmirror_nb._core.fabric import read_monitoring_files
+from openmirror_nb._core.storage.local import LocalStorage
 from tests.dfs_server import StaticTokenCredential, start_server
 
 REPLICATOR = {
@@ -72,7 +72,7 @@ def test_malformed_files_are_reported(files, name, content, message):
 
 
 def test_reads_from_onelake_files(tmp_path, monkeypatch):
-    from openmirror_nb.storage.adls import AdlsStorage
+    from openmirror_nb._core.storage.adls import AdlsStorage
 
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     server, cert = start_server(tmp_path)

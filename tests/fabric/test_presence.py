@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from openmirror_nb.errors import FabricRestError, MirrorWaitTimeoutError
-from openmirror_nb.fabric.presence import listing, wait_until_unlisted
-from openmirror_nb.fabric.status import TableMirroringStatus
-from openmirror_nb.model import TableRef
-from openmirror_nb.storage.local import LocalStorage
+from openmirror_nb._core.errors import FabricRestError, MirrorWaitTimeoutError
+from openmirror_nb._core.fabric.presence import listing, wait_until_unlisted
+from openmirror_nb._core.fabric.status import TableMirroringStatus
+from openmirror_nb._core.model import TableRef
+from openmirror_nb._core.storage.local import LocalStorage
 
 
 def _files(tmp_path, tables: list[tuple[str, str]]) -> LocalStorage:

@@ -16,14 +16,14 @@ from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
 import openmirror_nb as om
-from openmirror_nb.errors import ConfigError, LandingZoneError, MirrorError
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.magics import OpenMirrorMagics
-from openmirror_nb.mirror import LocalMirror, MirrorRun
-from openmirror_nb.model import DropResult
-from openmirror_nb.schema_change import Change, ReseedResult, SchemaPlan
-from openmirror_nb.status.report import StatusReport
-from openmirror_nb.table_info import TableInfo
+from openmirror_nb._core.errors import ConfigError, LandingZoneError, MirrorError
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.magics import OpenMirrorMagics
+from openmirror_nb._core.mirror import LocalMirror, MirrorRun
+from openmirror_nb._core.model import DropResult
+from openmirror_nb._core.schema_change import Change, ReseedResult, SchemaPlan
+from openmirror_nb._core.status.report import StatusReport
+from openmirror_nb._core.table_info import TableInfo
 from tests.test_table_scan import META, parquet, push, seq
 
 ONELAKE = "https://onelake.dfs.fabric.microsoft.com/ws/db/Files/LandingZone"

@@ -1,3 +1,3 @@
-"""Tests of the local mirror (openmirror_nb.mirror)."""
+"""Tests of the local mirror (openmirror_nb._core.mirror)."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from openmirror_nb.mirror import LocalMirror, read_delta_arrow
+from openmirror_nb._core.mirror import LocalMirror, read_delta_arrow
 
 MARKER = "__rowMarker__"
 

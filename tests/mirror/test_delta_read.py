@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from openmirror_nb.errors import MirrorError
-from openmirror_nb.mirror import read_delta_pandas, read_delta_spark
+from openmirror_nb._core.errors import MirrorError
+from openmirror_nb._core.mirror import read_delta_pandas, read_delta_spark
 
 
 def _mirrored(lz):

@@ -12,11 +12,11 @@ import pytest
 from deltalake import DeltaTable
 
 import openmirror_nb as om
-from openmirror_nb.api import MirroredDatabase
-from openmirror_nb.errors import ConfigError, NotSupportedError
-from openmirror_nb.mirror import history as history_module
-from openmirror_nb.storage.local import LocalStorage
-from openmirror_nb.target import OneLakeTarget
+from openmirror_nb._core.api import MirroredDatabase
+from openmirror_nb._core.errors import ConfigError, NotSupportedError
+from openmirror_nb._core.mirror import history as history_module
+from openmirror_nb._core.storage.local import LocalStorage
+from openmirror_nb._core.target import OneLakeTarget
 
 TABLE = "sales.orders"
 SCHEMA = "id long, name string, qty int"

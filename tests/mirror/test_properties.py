@@ -9,7 +9,7 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openmirror_nb.mirror import LocalMirror, SyncLimits, read_delta_arrow
+from openmirror_nb._core.mirror import LocalMirror, SyncLimits, read_delta_arrow
 
 MARKER = "__rowMarker__"
 KEYS = st.tuples(st.integers(0, 4), st.sampled_from(["a", "b"]))

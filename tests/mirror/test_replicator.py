@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from openmirror_nb.errors import ConfigError, MirrorError
-from openmirror_nb.mirror import LocalMirror, MirrorRun
-from openmirror_nb.mirror.command import mirror_command
+from openmirror_nb._core.errors import ConfigError, MirrorError
+from openmirror_nb._core.mirror import LocalMirror, MirrorRun
+from openmirror_nb._core.mirror.command import mirror_command
 
 
 def _wait_for(condition, what):
@@ -125,7 +125,7 @@ def test_importing_the_mirror_loads_no_spark():
     import subprocess
     import sys
 
-    code = "import sys, openmirror_nb.mirror; print('pyspark' in sys.modules)"
+    code = "import sys, openmirror_nb._core.mirror; print('pyspark' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import (
+from openmirror_nb._core.errors import (
     ChangeFeedError,
     ConfigError,
     InvalidNameError,

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.model import ROW_MARKER
+from openmirror_nb._core.model import ROW_MARKER
 from tests.conftest import tree_hash
 from tests.reliability.harness import _lzcheck_module, mirrored_rows, rows_of
 

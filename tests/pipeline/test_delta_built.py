@@ -19,7 +19,11 @@ import pytest
 from deltalake import DeltaTable, convert_to_deltalake, write_deltalake
 
 import openmirror_nb as om
-from openmirror_nb.pipeline.delta.deletion_vectors import DeletionVector, DeletionVectorError, decode_bitmap
+from openmirror_nb._core.pipeline.delta.deletion_vectors import (
+    DeletionVector,
+    DeletionVectorError,
+    decode_bitmap,
+)
 from tests.pipeline.delta_tables import mirrored
 
 # BitMap64(values).serialize() (after run_optimize() where runs), zlib + base64.

@@ -48,7 +48,7 @@ def _no_driver_reads(monkeypatch, source):
     def refuse(*args, **kwargs):
         raise AssertionError("a Delta source went through Arrow in the driver")
 
-    monkeypatch.setattr("openmirror_nb.pipeline.arrow_input.arrow_to_spark", refuse)
+    monkeypatch.setattr("openmirror_nb._core.pipeline.arrow_input.arrow_to_spark", refuse)
 
 
 def test_a_feed_with_deletion_vectors_and_change_files_is_mirrored_version_by_version(
@@ -67,7 +67,7 @@ def test_a_feed_with_deletion_vectors_and_change_files_is_mirrored_version_by_ve
 
 def test_the_feed_and_the_snapshot_are_scans_of_the_tables_files(spark, tmp_path, monkeypatch):
     """What keeps a large table off the driver: both frames read the table's own Parquet files."""
-    from openmirror_nb.pipeline.delta_sync import DeltaSource
+    from openmirror_nb._core.pipeline.delta_sync import DeltaSource
 
     _no_driver_reads(monkeypatch, tmp_path / "source")
     source = DeltaSource.open(as_of(CDF, tmp_path / "source", 25), spark)

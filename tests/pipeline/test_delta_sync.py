@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 import openmirror_nb as om
-from openmirror_nb.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone import TableFolder
 from tests.reliability.harness import mirrored_rows, rows_of, sequence_numbers
 
 pytestmark = pytest.mark.spark
@@ -72,7 +72,7 @@ def test_a_crash_between_publish_and_commit_neither_skips_nor_repeats(spark, tmp
             raise Killed
 
     with monkeypatch.context() as patch:
-        patch.setattr("openmirror_nb.landing_zone.publish.crash_point", die)
+        patch.setattr("openmirror_nb._core.landing_zone.publish.crash_point", die)
         with pytest.raises(Killed):
             db.sync_delta(source, table="t")
     folder = db.target.landing_zone / "t"

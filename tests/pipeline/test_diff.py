@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.model import ROW_MARKER
-from openmirror_nb.pipeline import keystate
+from openmirror_nb._core.model import ROW_MARKER
+from openmirror_nb._core.pipeline import keystate
 from tests.conftest import tree_hash
 
 pytestmark = pytest.mark.spark

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import ConfigError, UnsupportedTypeError
-from openmirror_nb.pipeline.frame_input import as_spark_frame, pandas_to_arrow
+from openmirror_nb._core.errors import ConfigError, UnsupportedTypeError
+from openmirror_nb._core.pipeline.frame_input import as_spark_frame, pandas_to_arrow
 
 UTC = dt.UTC
 

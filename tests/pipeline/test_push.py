@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.model import ROW_MARKER
+from openmirror_nb._core.model import ROW_MARKER
 
 pytestmark = pytest.mark.spark
 

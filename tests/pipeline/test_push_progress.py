@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
-from openmirror_nb.errors import KeyColumnsError, PushCancelledError
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.progress import (
+from openmirror_nb._core.errors import KeyColumnsError, PushCancelledError
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.progress import (
     Cancelled,
     Committing,
     Finished,

@@ -11,15 +11,15 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import LockTimeoutError
-from openmirror_nb.landing_zone import TableFolder
+from openmirror_nb._core.errors import LockTimeoutError
+from openmirror_nb._core.landing_zone import TableFolder
 
 pytestmark = pytest.mark.spark
 
 CHILD = """
 import sys
 import openmirror_nb as om
-from openmirror_nb.runtime import get_spark
+from openmirror_nb._core.runtime import get_spark
 db = om.connect(sys.argv[1])
 df = get_spark().range(0, 3000, numPartitions=3).selectExpr("id", "id * 10 as v")
 db.push(df, table="t", keys=["id"], rows_per_file=1000)

@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import KeyColumnsError
-from openmirror_nb.model import ROW_MARKER
-from openmirror_nb.pipeline import stage
+from openmirror_nb._core.errors import KeyColumnsError
+from openmirror_nb._core.model import ROW_MARKER
+from openmirror_nb._core.pipeline import stage
 
 pytestmark = pytest.mark.spark
 

@@ -15,8 +15,8 @@ import pytest
 from deltalake import write_deltalake
 
 import openmirror_nb as om
-from openmirror_nb.errors import InvalidNameError, LandingZoneError, OpenMirrorError
-from openmirror_nb.pipeline import push as push_module
+from openmirror_nb._core.errors import InvalidNameError, LandingZoneError, OpenMirrorError
+from openmirror_nb._core.pipeline import push as push_module
 from tests.conftest import tree_hash
 from tests.reliability.harness import mirrored_rows, rows_of
 

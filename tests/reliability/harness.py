@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from openmirror_nb.landing_zone import CLEANUP_FOLDERS, parse_sequence
+from openmirror_nb._core.landing_zone import CLEANUP_FOLDERS, parse_sequence
 
 REPO = Path(__file__).resolve().parents[2]
 LZCHECK = Path(os.environ.get("OPENMIRROR_LZCHECK", "/work/shared/tools/lzcheck.py"))

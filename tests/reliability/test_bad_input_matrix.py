@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import (
+from openmirror_nb._core.errors import (
     ChangeFeedError,
     ConfigError,
     InvalidNameError,

@@ -18,7 +18,7 @@ import time
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import LockTimeoutError
+from openmirror_nb._core.errors import LockTimeoutError
 from tests.conftest import tree_hash
 from tests.reliability import workloads as w
 from tests.reliability.harness import (

@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.journal import Journal
-from openmirror_nb.landing_zone.publish import CRASH_ENV
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone.journal import Journal
+from openmirror_nb._core.landing_zone.publish import CRASH_ENV
 from tests.conftest import visible_hash
 from tests.reliability import workloads as w
 from tests.reliability.harness import (
@@ -181,7 +181,7 @@ def _die(storage, journal, *, recovering, **progress):
 def test_a_number_taken_while_the_writer_was_dead_is_never_overwritten(spark, tmp_path, monkeypatch):
     """Another publisher takes the first journaled number while the push is dead: recovery keeps
     that file as it is and renumbers the push after it (no clobber, no gap, nothing lost)."""
-    from openmirror_nb.landing_zone import publish
+    from openmirror_nb._core.landing_zone import publish
 
     db = om.connect(tmp_path / "db", lock_timeout=30)
     folder = db.target.landing_zone / w.TABLE
@@ -213,8 +213,8 @@ def test_recovery_tolerates_the_mirror_moving_files_meanwhile(spark, tmp_path, m
 
     ``linked``: the kill fell inside the no-clobber rename, between ``link`` and ``unlink``, so the
     part is both published and still staged."""
-    from openmirror_nb.landing_zone import publish
-    from openmirror_nb.storage.local import LocalStorage
+    from openmirror_nb._core.landing_zone import publish
+    from openmirror_nb._core.storage.local import LocalStorage
 
     db = om.connect(tmp_path / "db", lock_timeout=30)
     folder = db.target.landing_zone / w.TABLE
@@ -258,7 +258,7 @@ def test_next_push_rolls_forward_an_initial_load_killed_after_its_journal(spark,
     """The journal, not the caller, knows the keys of a decided initial load (design §4: the next
     operation on the table rolls it forward). Killed in-process right after the journal was written,
     which leaves exactly what the ``initial-after_journal`` trial above leaves."""
-    from openmirror_nb.landing_zone import publish
+    from openmirror_nb._core.landing_zone import publish
 
     db = om.connect(tmp_path / "db", lock_timeout=30)
     with monkeypatch.context() as patch:

@@ -11,9 +11,9 @@ import textwrap
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.publish import CRASH_ENV
-from openmirror_nb.landing_zone.reseed_journal import read_reseed
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone.publish import CRASH_ENV
+from openmirror_nb._core.landing_zone.reseed_journal import read_reseed
 from tests.reliability.harness import REPO, child_env
 
 pytestmark = pytest.mark.spark
@@ -23,7 +23,7 @@ CHILD = textwrap.dedent(
     f"""
     import sys
     import openmirror_nb as om
-    from openmirror_nb.runtime import get_spark
+    from openmirror_nb._core.runtime import get_spark
     spark = get_spark()
     db = om.connect(sys.argv[1], lock_timeout=60)
     df = {NEW}

@@ -23,12 +23,12 @@ from azure.storage.filedatalake import LinearRetry
 from nbclient import NotebookClient
 
 import openmirror_nb as om
-from openmirror_nb.api import MirroredDatabase
-from openmirror_nb.errors import CredentialError, KeyColumnsError
-from openmirror_nb.landing_zone import publish
-from openmirror_nb.storage.adls import AdlsStorage
-from openmirror_nb.storage.credentials import NotebookTokenCredential
-from openmirror_nb.target import OneLakeTarget
+from openmirror_nb._core.api import MirroredDatabase
+from openmirror_nb._core.errors import CredentialError, KeyColumnsError
+from openmirror_nb._core.landing_zone import publish
+from openmirror_nb._core.storage.adls import AdlsStorage
+from openmirror_nb._core.storage.credentials import NotebookTokenCredential
+from openmirror_nb._core.target import OneLakeTarget
 from tests.dfs_server import DfsServer, StaticTokenCredential, make_certificate
 from tests.reliability.harness import REPO
 
@@ -189,9 +189,9 @@ NOTEBOOK_CELLS = [
     """import logging, os
 logging.basicConfig(level=logging.DEBUG)
 from azure.storage.filedatalake import LinearRetry
-from openmirror_nb.api import MirroredDatabase
-from openmirror_nb.storage.adls import AdlsStorage
-from openmirror_nb.target import OneLakeTarget
+from openmirror_nb._core.api import MirroredDatabase
+from openmirror_nb._core.storage.adls import AdlsStorage
+from openmirror_nb._core.target import OneLakeTarget
 from tests.dfs_server import StaticTokenCredential
 
 def connect(token):

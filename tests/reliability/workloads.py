@@ -173,7 +173,7 @@ def _wait_for(paths: list[Path], timeout: float) -> None:
 def worker(root: str, worker_id: int, pushes: int, out: str, workers: int = 2) -> None:
     """Alternate change pushes to the shared table and to this worker's own table."""
     import openmirror_nb as om
-    from openmirror_nb.runtime import get_spark
+    from openmirror_nb._core.runtime import get_spark
 
     spark = get_spark()
     db = om.connect(root, lock_timeout=600)
@@ -218,7 +218,7 @@ def main(argv: list[str]) -> None:
     command, *args = argv
     if command == "push":
         import openmirror_nb as om
-        from openmirror_nb.runtime import get_spark
+        from openmirror_nb._core.runtime import get_spark
 
         kind, root = args
         db = om.connect(root, lock_timeout=120)

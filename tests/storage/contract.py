@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from openmirror_nb.errors import LockTimeoutError, PathExistsError, StorageError
-from openmirror_nb.landing_zone import data_file_name, scan
-from openmirror_nb.storage.base import Entry, LockStatus
+from openmirror_nb._core.errors import LockTimeoutError, PathExistsError, StorageError
+from openmirror_nb._core.landing_zone import data_file_name, scan
+from openmirror_nb._core.storage.base import Entry, LockStatus
 
 LOCK_PROBE = """
 import sys
-from openmirror_nb.errors import LockTimeoutError
+from openmirror_nb._core.errors import LockTimeoutError
 try:
     with storage.lock("orders", timeout=float(sys.argv[1])):
         print("acquired", flush=True)

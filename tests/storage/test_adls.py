@@ -19,15 +19,15 @@ from azure.storage.filedatalake import (
     DataLakeServiceClient,
 )
 
-from openmirror_nb.errors import (
+from openmirror_nb._core.errors import (
     LockTimeoutError,
     MissingDependencyError,
     NotSupportedError,
     PathExistsError,
     StorageError,
 )
-from openmirror_nb.storage.adls import AdlsStorage
-from openmirror_nb.storage.base import LockStatus
+from openmirror_nb._core.storage.adls import AdlsStorage
+from openmirror_nb._core.storage.base import LockStatus
 from tests.dfs_server import TOKEN, StaticTokenCredential
 from tests.storage.conftest import PAGE_SIZE
 from tests.storage.contract import StorageContract
@@ -90,7 +90,7 @@ class TestAdlsStorage(StorageContract):
         return (
             f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
             "from tests.dfs_server import StaticTokenCredential\n"
-            "from openmirror_nb.storage.adls import AdlsStorage\n"
+            "from openmirror_nb._core.storage.adls import AdlsStorage\n"
             f"storage = AdlsStorage(account_url={dfs.account_url!r}, file_system={fs!r}, "
             "base_path='mirror.MirroredDatabase/Files/LandingZone', credential=StaticTokenCredential(), "
             f"connection_verify={str(dfs.cert)!r}, lease_seconds=15)\n"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import CredentialError, StorageError
-from openmirror_nb.storage.auth import FAILURE_TTL, GuardedCredential
+from openmirror_nb._core.errors import CredentialError, StorageError
+from openmirror_nb._core.storage.auth import FAILURE_TTL, GuardedCredential
 from tests.dfs_server import NoIdentityCredential, StaticTokenCredential, TokenSequence
 from tests.storage.test_adls import make_storage, sent
 

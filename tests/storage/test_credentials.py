@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from openmirror_nb.errors import scrub
-from openmirror_nb.storage import credentials
-from openmirror_nb.storage.credentials import NotebookTokenCredential, resolve_credential
-from openmirror_nb.storage.local import LocalStorage
-from openmirror_nb.storage.registry import open_files_storage, open_storage
-from openmirror_nb.target import parse_target
+from openmirror_nb._core.errors import scrub
+from openmirror_nb._core.storage import credentials
+from openmirror_nb._core.storage.credentials import NotebookTokenCredential, resolve_credential
+from openmirror_nb._core.storage.local import LocalStorage
+from openmirror_nb._core.storage.registry import open_files_storage, open_storage
+from openmirror_nb._core.target import parse_target
 from tests.dfs_server import StaticTokenCredential
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,8 +126,8 @@ def test_open_storage_picks_the_backend(tmp_path):
 
 def test_importing_the_package_loads_neither_azure_nor_sempy():
     code = (
-        "import sys, openmirror_nb, openmirror_nb.storage.registry, openmirror_nb.storage.credentials, "
-        "openmirror_nb.fabric\n"
+        "import sys, openmirror_nb, openmirror_nb._core.storage.registry, openmirror_nb._core.storage.credentials, "
+        "openmirror_nb._core.fabric\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('azure', 'sempy', 'pyspark')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -150,7 +150,7 @@ def test_azure_logs_are_quieted_only_where_nobody_configured_them(configure, sho
         "import logging, sys\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
         "from tests.dfs_server import StaticTokenCredential\n"
-        "import openmirror_nb.storage.adls as adls\n"
+        "import openmirror_nb._core.storage.adls as adls\n"
         "identity = logging.getLogger('azure.identity')\n"
         "http = logging.getLogger('azure.core.pipeline.policies.http_logging_policy')\n"
         "mine = logging.StreamHandler(sys.stdout)\n"

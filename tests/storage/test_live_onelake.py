@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from openmirror_nb.errors import LockTimeoutError, PathExistsError
-from openmirror_nb.storage.registry import open_storage
-from openmirror_nb.target import parse_target
+from openmirror_nb._core.errors import LockTimeoutError, PathExistsError
+from openmirror_nb._core.storage.registry import open_storage
+from openmirror_nb._core.target import parse_target
 from tests.conftest import AZURE_BEFORE
 
 URL = os.environ.get("OPENMIRROR_TEST_URL", "")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from openmirror_nb.storage import local
-from openmirror_nb.storage.local import LocalStorage
+from openmirror_nb._core.storage import local
+from openmirror_nb._core.storage.local import LocalStorage
 from tests.storage.contract import StorageContract
 
 
@@ -20,7 +20,7 @@ class TestLocalStorage(StorageContract):
 
     @pytest.fixture
     def storage_source(self, storage):
-        return f"from openmirror_nb.storage.local import LocalStorage\nstorage = LocalStorage({str(storage.root)!r})\n"
+        return f"from openmirror_nb._core.storage.local import LocalStorage\nstorage = LocalStorage({str(storage.root)!r})\n"
 
     @pytest.fixture
     def expire_locks(self):

@@ -13,10 +13,10 @@ import re
 import pyarrow.parquet as pq
 import pytest
 
-from openmirror_nb.api import MirroredDatabase
-from openmirror_nb.errors import CredentialError, InvalidNameError, KeyColumnsError
-from openmirror_nb.status import Sources, build_report
-from openmirror_nb.target import OneLakeTarget
+from openmirror_nb._core.api import MirroredDatabase
+from openmirror_nb._core.errors import CredentialError, InvalidNameError, KeyColumnsError
+from openmirror_nb._core.status import Sources, build_report
+from openmirror_nb._core.target import OneLakeTarget
 from tests.dfs_server import TokenSequence
 from tests.storage.test_adls import make_storage, sent
 

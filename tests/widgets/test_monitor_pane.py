@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import ConfigError, LandingZoneError
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.mirror import LocalMirror
-from openmirror_nb.status import ReplicatorStatus, StatusReport
-from openmirror_nb.target import OneLakeTarget
+from openmirror_nb._core.errors import ConfigError, LandingZoneError
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.mirror import LocalMirror
+from openmirror_nb._core.status import ReplicatorStatus, StatusReport
+from openmirror_nb._core.target import OneLakeTarget
 from tests.test_table_scan import META, parquet, push, seq
 
 GUARD = 60  # seconds a wait may take before the test gives up
@@ -215,9 +215,9 @@ def test_onelake_refusing_access_shows_the_one_line_error(refusal, monkeypatch, 
     """A OneLake database whose credential finds no identity, or whose identity has no access,
     built as ``connect()`` builds it (the SDK's default retry policy included) against the
     loopback DFS server: the status line says what the error says, after one try."""
-    from openmirror_nb.api import MirroredDatabase
-    from openmirror_nb.errors import CredentialError
-    from openmirror_nb.storage.registry import open_storage
+    from openmirror_nb._core.api import MirroredDatabase
+    from openmirror_nb._core.errors import CredentialError
+    from openmirror_nb._core.storage.registry import open_storage
     from tests.dfs_server import NoIdentityCredential, StaticTokenCredential, start_server
 
     server, cert = start_server(tmp_path)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.progress import Finished, Publishing, Staging
+from openmirror_nb._core.progress import Finished, Publishing, Staging
 
 pytestmark = pytest.mark.spark
 

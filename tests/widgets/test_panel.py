@@ -7,8 +7,8 @@ import logging
 import ipywidgets as w
 import pytest
 
-from openmirror_nb.errors import LINE_LIMIT, KeyColumnsError, user_line
-from openmirror_nb.widgets.panel import Panel
+from openmirror_nb._core.errors import LINE_LIMIT, KeyColumnsError, user_line
+from openmirror_nb._core.widgets.panel import Panel
 
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"
 

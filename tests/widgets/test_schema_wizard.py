@@ -10,11 +10,11 @@ import re
 import pytest
 
 import openmirror_nb as om
-from openmirror_nb.errors import ReseedError
-from openmirror_nb.landing_zone import TableFolder
-from openmirror_nb.landing_zone.reseed_journal import STEPS, read_reseed
-from openmirror_nb.schema_change import Change, SchemaPlan
-from openmirror_nb.schema_change.waits import Mirror
+from openmirror_nb._core.errors import ReseedError
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.landing_zone.reseed_journal import STEPS, read_reseed
+from openmirror_nb._core.schema_change import Change, SchemaPlan
+from openmirror_nb._core.schema_change.waits import Mirror
 
 
 @pytest.fixture

@@ -1,0 +1,110 @@
+"""Monitoring through the handle: ``status``, ``scan`` and ``reconcile``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from openmirror_nb._core.api.base import DatabaseBase
+from openmirror_nb._core.errors import (
+    ConfigError,
+    OpenMirrorError,
+    StorageError,
+    user_line,
+)
+from openmirror_nb._core.status.records import Reconciliation
+from openmirror_nb._core.status.report import StatusReport
+
+if TYPE_CHECKING:
+    from openmirror_nb._core.landing_zone.table_scan import TableScan
+
+
+class Monitoring(DatabaseBase):
+    """The handle's status methods (see ``MirroredDatabase``)."""
+
+    def status(
+        self, table: str | None = None, *, reconcile: bool = False, source: Any = None
+    ) -> StatusReport:
+        """What is pending, processed, blocked or failed, per table and file, and why.
+
+        Joins the landing-zone listing (``landing_zone.scan``), ``Files/Monitoring`` (written by
+        the service, or by the local mirror) and, inside Fabric, the REST mirroring status. A
+        source that cannot be read becomes a note in the report, never an error.
+
+        Args:
+            table: One table (``name`` or ``schema.name``); default every table.
+            reconcile: Also count the rows of the mirrored table and the key state (on Spark)
+                and say which disagrees (see ``reconcile``).
+            source: With ``table`` and ``reconcile``: the source DataFrame (Spark or pandas),
+                counted too.
+
+        Raises:
+            LandingZoneError: ``table`` does not exist (the message names the tables that do).
+
+        Example:
+            >>> db.status()             # the HTML grid in a notebook; print() reads like git status
+            >>> db.status().to_pandas()
+        """
+        from openmirror_nb._core.status.gather import build_report
+        from openmirror_nb._core.status.reconcile import reconciled
+        from openmirror_nb._core.status.sources import database_sources
+
+        if source is not None and (table is None or not reconcile):
+            raise ConfigError("status(source=...) counts one table's source: pass table= and reconcile=True.")
+        sources = database_sources(
+            self.target, self.storage, credential=self._credential, count_mirrored=reconcile
+        )
+        report = build_report(str(self.target), sources, table=table)
+        if not reconcile:
+            return report
+        return reconciled(
+            report,
+            mirrored=sources.mirrored_rows,
+            state=self._state_rows,
+            source_rows=None if source is None else _row_count(source),
+        )
+
+    def scan(self, table: str) -> TableScan:
+        """One table folder, from its listing alone: pending, processed and ready-to-delete
+        files, and what blocks the table (a gap in the numbers, a zero-byte file, a name the
+        contract does not allow, a missing ``_metadata.json``, an interrupted push, staging left
+        by a dead push, an unfinished drop, a lock held for over an hour).
+
+        Example:
+            >>> db.scan("sales.orders").blockers
+        """
+        from openmirror_nb._core.landing_zone.table_scan import scan
+
+        return scan(self.storage, table)
+
+    def reconcile(self, table: str, df: Any = None) -> Reconciliation:
+        """Compare the row counts of the mirrored table, the key state and (if given) ``df``,
+        and say which one disagrees.
+
+        Example:
+            >>> db.reconcile("sales.orders", df).verdict
+            'match'
+        """
+        found = self.status(table, reconcile=True, source=df).tables
+        recon = found[0].reconciliation if found else None
+        assert recon is not None  # status(table) has that table, or raised
+        return recon
+
+    def _state_rows(self, table: str) -> int | None:
+        from openmirror_nb._core.pipeline.state_rows import count_state_rows
+
+        try:
+            return count_state_rows(self.storage, table)
+        except OpenMirrorError:
+            raise
+        except Exception as exc:  # Spark's errors: the count is missing, the report says why
+            raise StorageError(f"reading the key state failed: {user_line(exc)}") from None
+
+
+def _row_count(df: Any) -> int:
+    """Rows of a Spark or pandas DataFrame."""
+    count = getattr(df, "count", None)
+    if hasattr(df, "sparkSession") and callable(count):
+        return int(count())
+    if hasattr(df, "shape"):
+        return int(df.shape[0])
+    raise ConfigError(f"source must be a Spark or pandas DataFrame, not {type(df).__name__}.")

@@ -1,0 +1,214 @@
+"""Writing to the landing zone: ``push``, ``sync_delta``, ``recover`` and ``drop``."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from openmirror_nb._core.api.base import DatabaseBase
+from openmirror_nb._core.landing_zone.table_folder import TableFolder
+from openmirror_nb._core.model import (
+    DEFAULT_ROWS_PER_FILE,
+    Compression,
+    Convention,
+    DropResult,
+    PushMode,
+    PushResult,
+    Recovery,
+    SyncResult,
+    TableOptions,
+)
+from openmirror_nb._core.progress import Progress
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame
+
+
+class Writing(DatabaseBase):
+    """The handle's writes (see ``MirroredDatabase``)."""
+
+    def push(
+        self,
+        df: DataFrame | pd.DataFrame | Any,
+        *,
+        table: str,
+        keys: Sequence[str] | None = None,
+        mode: PushMode = "snapshot",
+        op_column: str | None = None,
+        convention: Convention = "rowmarker",
+        order_by: Sequence[str] = (),
+        table_options: TableOptions | None = None,
+        compression: Compression | None = None,
+        rows_per_file: int = DEFAULT_ROWS_PER_FILE,
+        update_marker: Literal[1, 4] = 4,
+        compact: bool = False,
+        strict_delete: bool = False,
+        progress: Progress = None,
+    ) -> PushResult:
+        """Publish a DataFrame (Spark, pandas, or a pyarrow Table) to a table of the landing zone.
+
+        The first push of a table is its initial load: ``_metadata.json`` first, then marker-free
+        files numbered from 1. A later snapshot publishes only what changed since the last push
+        (inserts 0, updates ``update_marker``, deletes 2). ``mode="changes"`` publishes a change
+        feed with ``__rowMarker__``. A rejected push leaves the landing zone untouched.
+
+        Args:
+            df: The rows to publish: a Spark DataFrame (never collected to the driver), or a
+                pandas DataFrame / pyarrow Table, converted through the Spark session with its types.
+            table: ``"name"`` or ``"schema.name"`` (folder ``schema.schema/name``).
+            keys: Key columns; required on the first push, fixed afterwards.
+            mode: ``"snapshot"`` (the full table) or ``"changes"`` (a change feed).
+            op_column: The change feed's operation column (default per convention:
+                ``__rowMarker__``, ``sys_op``, ``_change_type``, ``op``).
+            convention: How ``op_column`` encodes operations: ``"rowmarker"`` (0/1/2/4),
+                ``"sys_op"`` (Prostore: 0 upsert, 1 delete; one change per key), ``"cdf"`` (Delta
+                change data feed ``_change_type``; within a commit deletes before inserts),
+                ``"debezium"`` (c/r/u/d: the envelope with or without ``payload``,
+                ExtractNewRecordState output, or a flattened feed).
+            order_by: Columns that order each key's changes (default: the DataFrame's order;
+                Debezium: ``source.lsn``, binlog position or ``ts_ms``; dotted paths allowed).
+            table_options: File format, detection strategy, upsert default; fixed at first push.
+            compression: Parquet compression: none, snappy (default), gzip or zstd.
+            rows_per_file: Target rows per published file (Fabric lags on very large files).
+                Change feeds keep each Spark task's rows in one file so a key's changes stay together.
+            update_marker: Marker for changed rows of a snapshot diff and updates of cdf/debezium
+                feeds: 4 (upsert, default) or 1 (update).
+            compact: Keep only each key's net change of a change feed.
+            strict_delete: ``sys_op`` only: refuse the batch unless every delete carries exactly
+                the current row (checked against the table's key state).
+            progress: Called with each ``openmirror_nb._core.progress`` event (validating, staging with
+                Spark's stage and task counts, waiting for the lock, publishing file i of n,
+                committing, finished / failed / cancelled). Default: a progress bar in a notebook,
+                text lines in a terminal IPython, nothing in scripts; ``False``: nothing.
+
+        Returns:
+            PushResult: sequence numbers, rows per marker, bytes and seconds.
+
+        Raises:
+            KeyColumnsError: keys missing, NULL, duplicated, or different from the table's.
+            InvalidNameError: a reserved or invalid table, schema or column name.
+            ChangeFeedError: operation values outside the convention.
+            SchemaChangeError: a column changed type since the last push.
+            PushCancelledError: interrupted (KeyboardInterrupt, the notebook's stop button):
+                before the push was decided nothing is published; after, it finished first.
+
+        Example:
+            >>> db = om.connect()
+            >>> db.push(df, table="sales.orders", keys=["order_id"])
+        """
+        from openmirror_nb._core.pipeline.frame_input import as_spark_frame
+        from openmirror_nb._core.pipeline.push import run_push
+        from openmirror_nb._core.pipeline.request import PushRequest
+        from openmirror_nb._core.progress import resolve
+
+        request = PushRequest.create(
+            table=table,
+            keys=keys,
+            mode=mode,
+            op_column=op_column,
+            convention=convention,
+            order_by=order_by,
+            table_options=table_options,
+            compression=compression,
+            rows_per_file=rows_per_file,
+            lock_timeout=self.lock_timeout,
+            partner=self.partner,
+            update_marker=update_marker,
+            compact=compact,
+            strict_delete=strict_delete,
+        )
+        df = as_spark_frame(df)  # a pandas or Arrow frame becomes a Spark one; others are refused here
+        return run_push(self.storage, df, request, resolve(progress))
+
+    def sync_delta(
+        self, source: str, *, table: str, keys: Sequence[str] | None = None, compact: bool = False
+    ) -> SyncResult:
+        """Keep ``table`` in step with the Delta table at ``source`` (a path or URI).
+
+        The first call publishes the source's current version as a snapshot; each later call
+        publishes its change data feed since the version the table holds (``compact``: only each
+        key's net change), committing the new version with the files, so a crash neither skips
+        nor repeats a version. Without a feed over that range (not enabled, vacuumed) it pushes
+        a snapshot diff instead and ``SyncResult.fallback`` says why. Outside Fabric the source is
+        read on Spark from its files (deletion vectors, column mapping, partitions, checkpoints),
+        never into the driver; in Fabric by Spark's Delta reader.
+
+        Raises:
+            SchemaChangeError: the source changed in a way the mirror cannot absorb (a rename, a
+                type change, a key column gone); the message gives the reseed to run. Nothing is
+                published.
+            NotSupportedError: the source uses a reader feature this reader cannot read.
+
+        Example:
+            >>> db.sync_delta("Tables/orders", table="sales.orders", keys=["order_id"])
+        """
+        from openmirror_nb._core.pipeline.delta_sync import DeltaSource, sync_delta
+        from openmirror_nb._core.pipeline.request import PushRequest
+        from openmirror_nb._core.runtime import get_spark
+
+        request = PushRequest.snapshot(
+            table=table, keys=keys, lock_timeout=self.lock_timeout, partner=self.partner, compact=compact
+        )
+        return sync_delta(self.storage, DeltaSource.open(source, get_spark()), request)
+
+    def recover(self, table: str) -> Recovery:
+        """Finish an interrupted push of ``table`` and remove what no push will finish.
+
+        A push decided before it died is rolled forward only into the life of the table it was
+        decided in; staging and key state of dead pushes or of a dropped table are removed and
+        listed in ``removed``. Every push does this first, so calling it is never required.
+        A reseed whose reload is in is finished too (wait for the mirror, verify); one that still
+        needs its data raises ``ReseedError`` saying how to finish it.
+
+        Example:
+            >>> db.recover("sales.orders")
+        """
+        from openmirror_nb._core.landing_zone.lifecycle import settle
+        from openmirror_nb._core.schema_change.run import finish_loaded
+        from openmirror_nb._core.schema_change.waits import Mirror
+
+        home = TableFolder.of(self.storage, table)
+        finish_loaded(home, Mirror(self.target, self.storage, credential=self._credential), timeout=600.0)
+        with home.lock(timeout=self.lock_timeout):
+            done = settle(home)
+        pushed = done.rolled_forward.push_id if done.rolled_forward else None
+        return Recovery(str(home.ref), pushed, done.removed)
+
+    def drop(self, table: str, *, wait: bool = False, timeout: float = 600.0) -> DropResult:
+        """Delete a table: its folder (data files, ``_metadata.json``, push state, key state,
+        staging, journal) and whatever older operations left of it. The mirror then drops the
+        mirrored table; push again to recreate it from scratch (a new life of the table).
+
+        Runs under the table lock. The folder leaves the landing zone in one atomic move (to
+        ``_openmirror/trash``, ignored by the service) before it is deleted, so a crash leaves
+        either the table as it was or a trash folder the next operation removes.
+
+        Args:
+            table: ``"name"`` or ``"schema.name"``; also a folder whose name the naming rule
+                refuses, exactly as ``db.status()`` names it (one an older version left).
+            wait: Also wait until the mirror no longer lists the table (local mirror: its
+                ``Files/Monitoring/tables.json``; in Fabric: ``getTablesMirroringStatus``).
+            timeout: Seconds to wait for the lock and, with ``wait``, for the mirror.
+
+        Raises:
+            MirrorWaitTimeoutError: ``wait`` and the mirror still lists the table after ``timeout``.
+            LockTimeoutError: another writer held the table for longer than ``timeout``.
+
+        Example:
+            >>> db.drop("sales.orders", wait=True)
+        """
+        from openmirror_nb._core.landing_zone.discovery import existing_ref
+        from openmirror_nb._core.landing_zone.lifecycle import drop
+
+        home = TableFolder(self.storage, existing_ref(self.storage, table))
+        with home.lock(timeout=timeout):
+            done = drop(home)
+        result = DropResult(str(home.ref), done.existed, done.incarnation, done.data_files, done.removed)
+        if not wait:
+            return result
+        from openmirror_nb._core.fabric.presence import wait_until_dropped
+
+        waited = wait_until_dropped(self.target, home.ref, timeout=timeout, credential=self._credential)
+        return dataclasses.replace(result, waited=waited)

@@ -1,0 +1,152 @@
+"""The ``openmirror`` command for scripts and scheduled jobs; each verb is a few lines over the API."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from openmirror_nb._core.errors import ConfigError, OpenMirrorError
+from openmirror_nb._core.grammar import PROGS, add_verbs, push_keywords
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROGS["cli"], description=__doc__)
+    add_verbs(parser, "cli")
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    # The forms the README documented before the database became --db: still accepted, with a warning.
+    hidden = argparse.SUPPRESS
+    verbs["push"].add_argument("--from", dest="legacy_source", default=None, help=hidden)
+    verbs["drop"].add_argument("--table", dest="legacy_table", default=None, help=hidden)
+    verbs["status"].add_argument("--table", dest="legacy_table", default=None, help=hidden)
+    verbs["mirror"].add_argument("legacy_path", nargs="?", default=None, help=hidden)
+    return parser
+
+
+def _looks_like_a_database(value: str | None) -> bool:
+    # Table names hold no slash (names.py), so a slash, a URL or a database folder means a path.
+    return value is not None and (
+        any(c in value for c in ("/", "\\", "://")) or Path(value, "Files", "LandingZone").is_dir()
+    )
+
+
+def _legacy(args: argparse.Namespace) -> None:
+    """Rewrite an old form in place (``push PATH --from FILE``, ``drop PATH --table T``,
+    ``status PATH [--table T]``, ``mirror PATH``) and say what to write instead."""
+    verb, new = args.verb, None
+    if verb == "push" and args.legacy_source is not None:
+        args.db, args.df = args.df, args.legacy_source
+        new = f"openmirror push {args.df} --table {args.table} ... --db {args.db}"
+    elif verb == "drop" and args.legacy_table is not None:
+        args.db, args.table = args.table, args.legacy_table
+        new = f"openmirror drop {args.table} ... --db {args.db}"
+    elif verb == "status" and (args.legacy_table is not None or _looks_like_a_database(args.table)):
+        args.db, args.table = args.table, args.legacy_table
+        new = f"openmirror status {args.table or ''} ... --db {args.db}".replace("  ", " ")
+    elif verb == "mirror" and args.legacy_path is not None:
+        args.db = args.legacy_path
+        new = f"openmirror mirror ... --db {args.db}"
+    if new is not None:
+        print(
+            f"openmirror: the database before the verb's arguments is the old form; write: {new}",
+            file=sys.stderr,
+        )
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from openmirror_nb._core.demo import run_demo
+
+    for line in run_demo(args.path, rows=args.rows):
+        print(line)
+    return 0
+
+
+def _mirror(args: argparse.Namespace) -> int:
+    """``om.LocalMirror(path).run_once()`` (``--once``), else a pass every ``--interval`` seconds."""
+    from openmirror_nb._core.mirror.command import mirror_command
+
+    return mirror_command(args.db, once=args.once, interval=5.0 if args.interval is None else args.interval)
+
+
+def _push(args: argparse.Namespace) -> int:
+    """``db.push(spark.read.parquet(DF), table=T, ...)``."""
+    from openmirror_nb._core.api import connect
+    from openmirror_nb._core.runtime import get_spark
+
+    if args.df is None:
+        raise ConfigError(
+            "openmirror push: give the Parquet file or folder to push: openmirror push FILE --table T."
+        )
+    db = connect(args.db)
+    print(db.push(get_spark().read.parquet(args.df), **push_keywords(args)))
+    return 0
+
+
+def _drop(args: argparse.Namespace) -> int:
+    """``db.drop(table, wait=..., timeout=...)``."""
+    from openmirror_nb._core.api import connect
+
+    result = connect(args.db).drop(args.table, wait=args.wait, timeout=args.timeout)
+    print(result)
+    for path in result.removed:
+        print(f"  removed {path}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    """``db.status(table, reconcile=...)``; exit 1 when a table is failed or blocked."""
+    from openmirror_nb._core.api import connect
+    from openmirror_nb._core.target import LocalTarget, parse_target
+
+    target = parse_target(args.db)
+    if isinstance(target, LocalTarget) and not target.landing_zone.is_dir():
+        # connect() would create it: a mistyped path in a scheduled job must not read as healthy
+        raise ConfigError(f"No mirrored database at {target.root} (it has no Files/LandingZone).")
+    report = connect(args.db).status(args.table, reconcile=args.reconcile)
+    print(json.dumps(report.to_dict(), indent=2) if args.json else str(report))
+    return 1 if report.needs_attention else 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    """``db.describe(T)``."""
+    from openmirror_nb._core.api import connect
+
+    print(connect(args.db).describe(args.table))
+    return 0
+
+
+def _tables(args: argparse.Namespace) -> int:
+    """``db.tables()``, one per line."""
+    from openmirror_nb._core.api import connect
+
+    for name in connect(args.db).tables():
+        print(name)
+    return 0
+
+
+VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "demo": _demo,
+    "mirror": _mirror,
+    "push": _push,
+    "status": _status,
+    "describe": _describe,
+    "drop": _drop,
+    "tables": _tables,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``openmirror`` command; returns the exit code."""
+    args = _parser().parse_args(argv)
+    _legacy(args)
+    try:
+        return VERBS[args.verb](args)
+    except OpenMirrorError as exc:
+        print(f"openmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""What was last pushed to a table (``PushState``), kept in the table folder's ``_openmirror/``.
+
+Living inside the table folder means dropping the folder drops the state with it (design §4).
+The state is committed only through the publish journal, so it never disagrees with the
+published files. Not to be confused with the local mirror's ``MirroredTableState``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from openmirror_nb._core.errors import LandingZoneError
+
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PushState:
+    """The table as of the last committed push.
+
+    Attributes:
+        key_columns: The table's keyColumns.
+        schema: The pushed columns as Spark's schema JSON (``StructType.json()``).
+        last_sequence_number: The last sequence number this tool published.
+        pushes: How many pushes were committed.
+        base: Key-state folder of the last snapshot push (keys + row hashes), if any.
+        deltas: Key-state folders of the pushes since ``base``, oldest first.
+        base_rows: Rows in ``base`` (0 without one); ``None`` in states older than the count.
+        delta_rows: Rows in ``deltas`` (keys touched, at most); ``None`` as for ``base_rows``.
+        buckets: The hash-bucket count ``base`` is laid out in (see ``pipeline.buckets``);
+            ``None`` when it is not, which reads it plainly.
+        incarnation: The id of this life of the table, from its initial load to the deletion of
+            its folder (``None`` in states written before incarnations existed).
+        created: When the initial load was decided (epoch seconds), if known.
+        last_push: When the last push was decided (epoch seconds), if known.
+        pushes_since_base: Pushes whose key state is a delta on top of ``base``.
+        source: The Delta table ``db.sync_delta`` keeps this table in step with, if any.
+        source_version: The version of ``source`` the table holds; committed with the push
+            that published it, so a crash can neither skip nor repeat a version.
+        load_seconds: How long the initial load took to stage (what a reseed costs again).
+    """
+
+    key_columns: tuple[str, ...]
+    schema: str
+    last_sequence_number: int
+    pushes: int = 0
+    base: str | None = None
+    deltas: tuple[str, ...] = ()
+    base_rows: int | None = 0
+    delta_rows: int | None = 0
+    buckets: int | None = None
+    incarnation: str | None = None
+    created: float | None = None
+    last_push: float | None = None
+    source: str | None = None
+    source_version: int | None = None
+    load_seconds: float | None = None
+
+    @property
+    def pushes_since_base(self) -> int:
+        return len(self.deltas)
+
+    @property
+    def state_rows(self) -> int | None:
+        """Keys held by the key state: exact after a new base, at most this after deltas."""
+        if self.base_rows is None or self.delta_rows is None:
+            return None
+        return self.base_rows + self.delta_rows
+
+    @property
+    def key_state(self) -> list[str]:
+        """The state folders to merge, oldest first (see ``pipeline.keystate``)."""
+        return ([self.base] if self.base else []) + list(self.deltas)
+
+    def to_bytes(self) -> bytes:
+        doc: dict[str, Any] = {"version": STATE_VERSION, **asdict(self)}
+        doc["key_columns"] = list(self.key_columns)
+        doc["deltas"] = list(self.deltas)
+        return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> PushState:
+        """Raises ``LandingZoneError`` when the file is not a state this tool wrote."""
+        try:
+            return cls._from_doc(json.loads(data))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LandingZoneError(
+                f"The table's push state _openmirror/state.json cannot be read ({type(exc).__name__}: "
+                f"{exc}); drop the table (db.drop) and push it again to rebuild it."
+            ) from None
+
+    @classmethod
+    def _from_doc(cls, doc: Any) -> PushState:
+        return cls(
+            key_columns=tuple(doc["key_columns"]),
+            schema=doc["schema"],
+            last_sequence_number=int(doc["last_sequence_number"]),
+            pushes=int(doc.get("pushes", 0)),
+            base=doc.get("base"),
+            deltas=tuple(doc.get("deltas", ())),
+            base_rows=_count(doc.get("base_rows")),
+            delta_rows=_count(doc.get("delta_rows")),
+            buckets=_count(doc.get("buckets")),
+            incarnation=doc.get("incarnation"),
+            created=_time(doc.get("created")),
+            last_push=_time(doc.get("last_push")),
+            source=doc.get("source"),
+            source_version=_count(doc.get("source_version")),
+            load_seconds=_time(doc.get("load_seconds")),
+        )
+
+
+def next_state(
+    prior: PushState | None,
+    *,
+    key_columns: tuple[str, ...],
+    schema: str,
+    folder: str,
+    new_base: bool,
+    rows: int,
+    incarnation: str,
+    now: float,
+    buckets: int | None = None,
+    source: tuple[str, int] | None = None,
+    seconds: float | None = None,
+) -> PushState:
+    """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
+    (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
+    ``prior``. ``source``: the (Delta table, version) the push brings the table to; ``seconds``:
+    how long the push took to decide (kept for the initial load, what a reseed costs again)."""
+    before = prior or PushState(
+        key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
+    )
+    base: str | None
+    deltas: tuple[str, ...]
+    base_rows: int | None
+    delta_rows: int | None
+    if new_base:
+        base, deltas, base_rows, delta_rows = folder, (), rows, 0
+    else:
+        base, deltas, base_rows = before.base, (*before.deltas, folder), before.base_rows
+        delta_rows = None if before.delta_rows is None else before.delta_rows + rows
+        buckets = before.buckets
+    return PushState(
+        key_columns=key_columns,
+        schema=schema,
+        last_sequence_number=before.last_sequence_number,
+        pushes=before.pushes + 1,
+        base=base,
+        deltas=deltas,
+        base_rows=base_rows,
+        delta_rows=delta_rows,
+        buckets=buckets,
+        incarnation=before.incarnation or incarnation,
+        created=before.created,
+        last_push=now,
+        source=source[0] if source else before.source,
+        source_version=source[1] if source else before.source_version,
+        load_seconds=seconds if prior is None else before.load_seconds,
+    )
+
+
+def _time(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)

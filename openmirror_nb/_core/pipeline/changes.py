@@ -1,0 +1,181 @@
+"""Change feeds -> change rows with ``__rowMarker__`` last, ordered per key (design §4 "Order").
+
+Each convention maps the user's operation column to the contract's markers (§4). Invalid
+operation values become the sentinel ``INVALID_MARKER`` so the staged-file check can reject the
+whole push with the offending values named; nothing invalid is ever published.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openmirror_nb._core.errors import ChangeFeedError, ConfigError, did_you_mean
+from openmirror_nb._core.model import ROW_MARKER, Convention, RowMarker
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+INVALID_MARKER = -1
+_ORDER = "_openmirror_order"
+_CDF_PHASE = "_openmirror_cdf_phase"
+_VALID = [int(m) for m in RowMarker]
+
+
+# Metadata columns of a Delta change data feed: they describe the change, not the table.
+CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+DEFAULT_OP_COLUMN = {"rowmarker": ROW_MARKER, "sys_op": "sys_op", "cdf": "_change_type", "debezium": "op"}
+_NUMERIC = ("byte", "short", "integer", "long", "string", "decimal", "double", "float")
+
+
+def check_op_column(df: DataFrame, op_column: str, convention: Convention) -> None:
+    if op_column not in df.columns:
+        raise ChangeFeedError(
+            f"Operation column {op_column!r} is not in the DataFrame (columns: {', '.join(df.columns)})."
+            + did_you_mean(op_column, df.columns)
+        )
+    kind = df.schema[op_column].dataType.typeName()
+    if convention in ("rowmarker", "sys_op") and kind not in _NUMERIC:
+        raise ChangeFeedError(
+            f"Operation column {op_column!r} has type {kind}; convention {convention!r} needs numbers."
+        )
+
+
+def rowmarker(op: Column) -> Column:
+    """The ``rowmarker`` convention: values are the contract's markers 0/1/2/4 themselves."""
+    from pyspark.sql import functions as F
+
+    as_int = op.cast("int")
+    exact = op.cast("double") == as_int.cast("double")
+    return F.when(as_int.isin(*_VALID) & exact, as_int).otherwise(F.lit(INVALID_MARKER))
+
+
+def to_marker(op: Column, convention: Convention, *, update_marker: int) -> Column:
+    """Map one convention's operation values to markers; anything else is ``INVALID_MARKER``.
+
+    Inserts of the cdf and debezium conventions become upserts (4): feeds are often delivered at
+    least once, and an upsert applied twice leaves one row where an insert (0) would leave two.
+    """
+    from pyspark.sql import functions as F
+
+    upsert, delete = int(RowMarker.UPSERT), int(RowMarker.DELETE)
+    if convention == "rowmarker":
+        return rowmarker(op)
+    if convention == "sys_op":  # Prostore: 0 = insert or update, 1 = delete (contract §9)
+        value = rowmarker(op)
+        return F.when(value == 0, upsert).when(value == 1, delete).otherwise(F.lit(INVALID_MARKER))
+    text = F.lower(F.trim(op.cast("string")))
+    if convention == "cdf":
+        return (
+            F.when(text == "insert", upsert)
+            .when(text == "update_postimage", update_marker)
+            .when(text == "delete", delete)
+            .otherwise(F.lit(INVALID_MARKER))
+        )
+    if convention == "debezium":
+        return (
+            F.when(text.isin("c", "r"), upsert)
+            .when(text == "u", update_marker)
+            .when(text == "d", delete)
+            .otherwise(F.lit(INVALID_MARKER))
+        )
+    raise ConfigError(f"convention {convention!r} is not known; use rowmarker, sys_op, cdf or debezium.")
+
+
+def _cdf_key_changes(df: DataFrame, *, op_column: str, keys: tuple[str, ...]) -> DataFrame:
+    """Drop CDF preimages, except one whose key has no postimage in its commit: the update moved
+    the row to another key, so the old key is deleted (contract §4: key change = delete + insert).
+
+    Adds ``_CDF_PHASE``: a commit is one state transition and Delta defines no order of the rows
+    inside it, so within a commit every delete (and moved-away preimage) is applied before every
+    insert and postimage. A commit that deletes and re-inserts a key (replaceWhere, MERGE) then
+    leaves the row, whatever order the reader listed them in.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    kind = F.lower(F.trim(F.col(f"`{op_column}`").cast("string")))
+    by = Window.partitionBy("_commit_version", *[F.col(f"`{k}`") for k in keys])
+    flagged = df.withColumn("_om_post", F.max((kind == "update_postimage").cast("int")).over(by))
+    moved = (kind == "update_preimage") & (F.col("_om_post") == 0)
+    kept = flagged.where((kind != "update_preimage") | moved)
+    op = F.when(moved, F.lit("delete")).otherwise(F.col(f"`{op_column}`"))
+    phase = F.when(moved | (kind == "delete"), F.lit(0)).otherwise(F.lit(1))
+    return kept.withColumn(_CDF_PHASE, phase).withColumn(op_column, op).drop("_om_post")
+
+
+def to_change_rows(
+    df: DataFrame,
+    *,
+    op_column: str,
+    convention: Convention,
+    keys: tuple[str, ...],
+    order_by: tuple[str, ...],
+    update_marker: int = int(RowMarker.UPSERT),
+    compact: bool = False,
+    unpublished: tuple[str, ...] = (),
+) -> DataFrame:
+    """Map a change feed to change rows: data columns, then ``__rowMarker__`` (int) last.
+
+    Rows are hash-partitioned by key and sorted by ``order_by`` (then input order) inside each
+    partition, so all changes of one key land in one file, in order. Delete rows keep only
+    their keys; the other columns become typed NULLs (contract §4). With ``compact`` only each
+    key's net change is kept: its last row, as an upsert (4) or a delete (2). Columns in
+    ``unpublished`` (ordering fields that are not table columns) order the rows but are dropped.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    check_op_column(df, op_column, convention)
+    if convention == "cdf":
+        if "_commit_version" not in df.columns:
+            raise ChangeFeedError(
+                "A cdf change feed needs its _commit_version column to keep commits in order."
+            )
+        df = _cdf_key_changes(df, op_column=op_column, keys=keys)
+        order_by = ("_commit_version", _CDF_PHASE, *[c for c in order_by if c != "_commit_version"])
+    for col in order_by:
+        if col not in df.columns:
+            raise ConfigError(
+                f"order_by column {col!r} is not in the DataFrame." + did_you_mean(col, df.columns)
+            )
+    partitions = max(1, df.rdd.getNumPartitions())
+    # Input order is the tie-breaker, captured before the shuffle that would lose it.
+    ordered = df.withColumn(_ORDER, F.monotonically_increasing_id())
+    marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
+    deleted = marker == int(RowMarker.DELETE)
+    dropped = {op_column, *unpublished, *((*CDF_COLUMNS, _CDF_PHASE) if convention == "cdf" else ())}
+    data = [
+        F.col(f"`{f.name}`")
+        if f.name in keys
+        else F.when(deleted, F.lit(None).cast(f.dataType)).otherwise(F.col(f"`{f.name}`")).alias(f.name)
+        for f in df.schema.fields
+        if f.name not in dropped
+    ]
+    # Sort on copies of the order columns: a delete row's non-key values are NULL in the output.
+    by = [F.col(f"`{c}`").alias(f"{_ORDER}_{i}") for i, c in enumerate(order_by)]
+    hidden = [f"{_ORDER}_{i}" for i in range(len(order_by))] + [_ORDER]
+    shaped = ordered.select(*data, marker.alias(ROW_MARKER), *by, F.col(_ORDER))
+    if compact:
+        key_cols = [F.col(f"`{k}`") for k in keys]
+        last_first = Window.partitionBy(*key_cols).orderBy(*[F.col(h).desc() for h in hidden])
+        net = F.when(F.col(ROW_MARKER).isin(INVALID_MARKER, int(RowMarker.DELETE)), F.col(ROW_MARKER))
+        per_key = Window.partitionBy(*key_cols)
+        # an invalid row anywhere in a key's changes must survive compaction to reject the push
+        shaped = (
+            shaped.withColumn("_om_n", F.row_number().over(last_first))
+            .withColumn("_om_count", F.count(F.lit(1)).over(per_key))
+            .withColumn("_om_bad", F.max((F.col(ROW_MARKER) == INVALID_MARKER).cast("int")).over(per_key))
+            .where(F.col("_om_n") == 1)
+            .withColumn(
+                ROW_MARKER,
+                F.when(F.col("_om_bad") == 1, F.lit(INVALID_MARKER))
+                .when(F.col("_om_count") == 1, F.col(ROW_MARKER))
+                .otherwise(F.coalesce(net, F.lit(int(RowMarker.UPSERT)))),
+            )
+            .drop("_om_n", "_om_count", "_om_bad")
+        )
+    return (
+        shaped.repartition(partitions, *[F.col(f"`{k}`") for k in keys])
+        .sortWithinPartitions(*hidden)
+        .drop(*hidden)
+    )

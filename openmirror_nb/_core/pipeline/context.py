@@ -1,0 +1,251 @@
+"""What every push flow shares: where it stages (``StageContext``), what it hands to publish
+(``Staged``), and the writes and checks of data parts and key state.
+
+Where Spark cannot write to the store (OneLake outside Fabric) it works in a local folder, and
+the files to publish are uploaded into the store's staging folder.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openmirror_nb._core.landing_zone.push_state import PushState
+from openmirror_nb._core.model import Compression, RowMarker, TableOptions
+from openmirror_nb._core.pipeline import buckets as buckets_mod
+from openmirror_nb._core.pipeline import checks, keystate, snapdiff, stage
+from openmirror_nb._core.storage.base import Storage
+from openmirror_nb._core.storage.local import file_uri
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+NO_SPLIT = 0  # maxRecordsPerFile 0: one file per Spark task, so a key's changes share a file
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """Where and how one push stages its files."""
+
+    storage: Storage
+    spark: SparkSession
+    staging: str
+    state_dir: str
+    options: TableOptions
+    compression: Compression
+    rows_per_file: int
+    keys: tuple[str, ...]
+    table: str
+    local_dir: str | None = None
+    on_step: Callable[[str], None] | None = None  # the push's progress: which step runs now
+
+    def step(self, label: str) -> None:
+        if self.on_step is not None:
+            self.on_step(label)
+
+    def uri(self, path: str) -> str:
+        if self.local_dir is None:
+            return self.storage.uri(path)
+        return file_uri(Path(self.local_dir) / path)
+
+    def fetch(self, path: str) -> str:
+        """A Spark URI for a store folder, downloading it first if Spark cannot read the store."""
+        return fetch_folder(self.storage, path, local_dir=self.local_dir)
+
+    def upload(self, path: str) -> None:
+        if self.local_dir is None:
+            return
+        root = Path(self.local_dir)
+        files = [p for p in (root / path).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))]
+        self.storage.upload_files([(str(p), p.relative_to(root).as_posix()) for p in files])
+
+
+def fetch_folder(storage: Storage, path: str, *, local_dir: str | None) -> str:
+    """A Spark URI for a store folder; with ``local_dir`` (Spark cannot read the store) its files
+    are downloaded there first."""
+    if local_dir is None:
+        return storage.uri(path)
+    for rel, _ in storage.walk_files(path):
+        target = Path(local_dir) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(storage.read_bytes(rel))
+    return file_uri(Path(local_dir) / path)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Checked files ready to publish, and the key state that goes with them.
+
+    ``new_base`` says whether the key state written is a whole new base (initial load, or a diff
+    that compacted) or a delta on top of the current state; ``state_rows`` is how many rows it has;
+    ``buckets`` is its bucket layout, if it has one (see ``pipeline.buckets``).
+    """
+
+    folder: str
+    stats: stage.StagedStats
+    new_base: bool
+    state_rows: int
+    buckets: int | None = None
+
+
+def bucket_target(ctx: StageContext, prior: PushState | None, *, rows: int) -> int:
+    """The bucket count to write this push's key state in: the table's, once it has one, else
+    one for the state's size (``rows`` pushed now, plus what the state holds)."""
+    if prior is not None and prior.buckets:
+        return prior.buckets
+    held = (prior.base_rows or 0) + (prior.delta_rows or 0) if prior is not None else 0
+    return buckets_mod.count(ctx.spark, rows=rows + held)
+
+
+def write_state(
+    ctx: StageContext, state: DataFrame, *, keep: Column | None = None, buckets: int | None = None
+) -> dict[str, int]:
+    """Write the key state (only the rows ``keep`` selects) and count, in the same job, what the
+    checks and the result need: rows, NULL-key rows, duplicate-key rows, and keys per change.
+
+    ``buckets``: ``state`` is expected in that bucket layout. Rows outside their bucket are
+    counted as they are written; with none, the files are named as buckets and ``seen["buckets"]``
+    is the count (else 0).
+    """
+    ctx.step("writing the key state")
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    def rows_where(cond: Column, name: str) -> Column:
+        return F.sum(F.when(cond, 1).otherwise(0)).alias(name)
+
+    metrics = [
+        F.count(F.lit(1)).alias("rows"),
+        rows_where(stage.any_null(ctx.keys), "null_keys"),
+        rows_where(F.col(keystate.ROWS) > 1, "duplicate_rows"),
+    ]
+    if keystate.CHANGE in state.columns:
+        change = F.col(keystate.CHANGE)
+        metrics += [rows_where(change == int(m), f"change_{int(m)}") for m in RowMarker]
+    if buckets:
+        state = buckets_mod.tag(state)
+        metrics.append(buckets_mod.misplaced(ctx.keys, buckets))
+    observation = Observation()
+    observed = state.observe(observation, *metrics)
+    observed = observed if keep is None else observed.where(keep)
+    observed.drop(buckets_mod.PLACE).write.mode("errorifexists").parquet(ctx.uri(ctx.state_dir))
+    seen = {name: int(value or 0) for name, value in observation.get.items()}
+    seen["buckets"] = 0
+    if buckets and not seen["misplaced"]:
+        buckets_mod.name_files(ctx.storage, ctx.state_dir, local_dir=ctx.local_dir)
+        seen["buckets"] = buckets
+    return seen
+
+
+def check_state(ctx: StageContext, seen: dict[str, int]) -> None:
+    """NULL or duplicate keys, as counted while the state was written; the few duplicate keys an
+    error names are read back from the state files (rows with duplicate keys are always kept)."""
+    ctx.step("checking the keys")
+    from pyspark.sql import functions as F
+
+    if seen["null_keys"]:
+        raise checks.null_key_error(seen["null_keys"], keys=ctx.keys, table=ctx.table)
+    if seen["duplicate_rows"]:
+        state = ctx.spark.read.parquet(ctx.uri(ctx.state_dir))
+        keys = [F.col(f"`{k}`") for k in ctx.keys]
+        dupes = state.where(F.col(keystate.ROWS) > 1).select(*keys).distinct().limit(6).collect()
+        raise checks.duplicate_error([tuple(r) for r in dupes], keys=ctx.keys, table=ctx.table)
+
+
+def finish(
+    ctx: StageContext,
+    schema: StructType,
+    *,
+    split: bool,
+    new_base: bool,
+    state_rows: int | None,
+    stats: stage.StagedStats | None = None,
+    buckets: int | None = None,
+) -> Staged:
+    """Count what was staged, merge fragments, and upload when Spark worked locally."""
+    sub = "parts"
+    uri = ctx.uri(f"{ctx.staging}/{sub}")
+    kw: dict[str, Any] = {"options": ctx.options, "schema": schema, "keys": ctx.keys}
+    if stats is None:
+        ctx.step("counting rows per file")
+        stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
+    files = max(1, math.ceil(sum(stats.rows_by_file.values()) / ctx.rows_per_file))
+    if _fragmented(stats, files=files, rows_per_file=ctx.rows_per_file):
+        merged = ctx.uri(f"{ctx.staging}/compact")
+        ctx.step("merging small files")
+        stage.compact(
+            ctx.spark,
+            src_uri=uri,
+            dst_uri=merged,
+            schema=schema,
+            options=ctx.options,
+            compression=ctx.compression,
+            files=files,
+            rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
+        )
+        sub, uri = "compact", merged
+        stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
+    if ctx.local_dir is not None:
+        ctx.step("uploading the staged files")
+    ctx.upload(f"{ctx.staging}/{sub}")
+    ctx.upload(ctx.state_dir)
+    rows = sum(stats.rows_by_file.values()) if state_rows is None else state_rows
+    return Staged(f"{ctx.staging}/{sub}", stats, new_base=new_base, state_rows=rows, buckets=buckets or None)
+
+
+def _fragmented(stats: stage.StagedStats, *, files: int, rows_per_file: int) -> bool:
+    """Many small parts (a shuffled or over-partitioned source) make the service lag.
+
+    Merging keeps every part whole and in order, and parts this small are never split by the
+    reader, so a key's changes (all in one part, design §4) stay in order.
+    """
+    names = list(stats.rows_by_file)
+    if len(names) <= files:
+        return False
+    whole = all(stage.part_order(n)[1] == 0 for n in names)
+    return whole and sum(stats.rows_by_file.values()) / len(names) < rows_per_file / 4
+
+
+def write_data(ctx: StageContext, df: DataFrame, *, split: bool) -> None:
+    ctx.step("writing the data files")
+    stage.write_parts(
+        df,
+        uri=ctx.uri(f"{ctx.staging}/parts"),
+        options=ctx.options,
+        compression=ctx.compression,
+        rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
+    )
+
+
+def effective(
+    ctx: StageContext, prior: PushState, *, latest: DataFrame | None = None, place: int | None = None
+) -> DataFrame | None:
+    """The table's current key state, with ``latest`` applied, merged into ``place`` buckets
+    (see ``keystate.read_effective``)."""
+    small = latest is None and prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
+    return keystate.read_effective(
+        ctx.spark,
+        base=ctx.fetch(prior.base) if prior.base else None,
+        deltas=[ctx.fetch(d) for d in prior.deltas],
+        keys=ctx.keys,
+        small_deltas=small,
+        latest=latest,
+        place=place,
+    )
+
+
+def stored(ctx: StageContext, prior: PushState, *, place: int) -> tuple[DataFrame | None, DataFrame | None]:
+    """The table's stored key state for a diff (see ``snapdiff.stored``)."""
+    return snapdiff.stored(
+        ctx.spark,
+        base=ctx.fetch(prior.base) if prior.base else None,
+        deltas=[ctx.fetch(d) for d in prior.deltas],
+        keys=ctx.keys,
+        small_deltas=prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS,
+        buckets=prior.buckets,
+        place=place,
+    )

@@ -1,0 +1,192 @@
+"""Key state: what was last pushed, as key columns + a 128-bit row hash (design §4).
+
+The row hash is two independent 64-bit ``xxhash64`` values (different seeds) over the data columns
+in name order, preceded by a bitmask of which of them are NULL (``xxhash64`` skips NULLs, so
+``(NULL, 1)`` and ``(1, NULL)`` would otherwise collide). ``xxhash64`` is Spark's bucketing hash
+and is computed identically by Spark 3.5 and 4.x. Values are hashed as the landing zone holds
+them: complex values as their JSON text, timestamps as microseconds, decimals by value at the
+column's scale (so a precision or scale change is a type change, refused earlier). Floating point
+``-0.0`` is hashed as ``0.0`` and every NaN as the one canonical NaN, matching Spark's own
+equality for those values.
+
+State files live in the table's own folder, under ``_openmirror/keystate/<incarnation>.<push id>/``
+(``TableFolder.keystate``), so deleting the table folder deletes them too: one *base* (a full
+snapshot) and *deltas*, one per later push holding only the keys it touched,
+each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. ``_om_rows`` is
+how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot diff published for
+the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff
+cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next push
+(snapshot diff or change feed) writes the whole state as a new base instead. The base's files
+are hash buckets on the keys when ``PushState.buckets`` says so (``pipeline.buckets``); deltas,
+being small, need no layout. A snapshot diff is in ``pipeline.snapdiff``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openmirror_nb._core.model import ROW_MARKER, RowMarker
+from openmirror_nb._core.pipeline import buckets as buckets_mod
+from openmirror_nb._core.pipeline.stage import PART_NAME
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from openmirror_nb._core.landing_zone.push_state import PushState
+
+ROWS, H1, H2, CHANGE = "_om_rows", "_om_h1", "_om_h2", "_om_change"
+_SALT = "openmirror_nb/row-hash/3"
+_ORDER, _SOURCE = "_om_order", "_om_source"
+
+# Deltas are applied to the base by a broadcast while their rows stay under this bound (about
+# 40 MB of hash relation for a one-column key), which also caps how far they may grow.
+BROADCAST_ROWS = 1_000_000
+# Deltas stop growing at this fraction of the base (or at MAX_DELTAS pushes), whichever is first:
+# past it, rewriting the base once costs less than re-reading the deltas on every diff.
+COMPACT_FRACTION = 0.1
+COMPACT_MIN_ROWS = 100_000
+MAX_DELTAS = 16
+
+
+def compaction_due(state: PushState | None) -> bool:
+    """Whether the next push should write a whole new base instead of another delta.
+
+    ``None`` counts are states written before they were recorded: compacted at once.
+    """
+    if state is None or not state.deltas:
+        return False
+    if state.base_rows is None or state.delta_rows is None or len(state.deltas) >= MAX_DELTAS:
+        return True
+    bound = min(max(COMPACT_MIN_ROWS, int(state.base_rows * COMPACT_FRACTION)), BROADCAST_ROWS)
+    return state.delta_rows > bound
+
+
+def _q(name: str) -> str:
+    return f"`{name}`"
+
+
+def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]:
+    """The two 64-bit row hashes over the non-key data columns of ``df``."""
+    from pyspark.sql import functions as F
+
+    values: list[Column] = []
+    masks: list[Column] = []
+    fields = [
+        f
+        for f in sorted(df.schema.fields, key=lambda f: f.name)
+        if f.name not in keys and f.name != ROW_MARKER
+    ]
+    for i, field in enumerate(fields):
+        col = F.col(_q(field.name))
+        if field.dataType.typeName() in ("float", "double"):
+            col = F.when(col == 0, F.lit(0.0).cast(field.dataType)).otherwise(col)
+        values.append(col)
+        # One bit per column says where the NULLs are: one hash input per 62 columns instead of one each.
+        bit = F.when(F.col(_q(field.name)).isNull(), F.lit(1 << (i % 62))).otherwise(F.lit(0))
+        if i % 62 == 0:
+            masks.append(bit)
+        else:
+            masks[-1] = masks[-1] + bit
+    parts = [*masks, *values] or [F.lit(True)]
+    return F.xxhash64(*parts), F.xxhash64(F.lit(_SALT), *parts)
+
+
+def delta_state(staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True) -> DataFrame:
+    """One row per key of a published change set: the key's state after its last change.
+
+    Publication order is the staged part order (Spark task, then file counter) and the row
+    position inside the part, which is exactly the order the mirror applies them in. Text files
+    have no ``_metadata.row_index``; their reading order stands in (a staged text part is read as
+    one split, being far smaller than ``spark.sql.files.maxPartitionBytes``).
+    """
+    from pyspark.sql import functions as F
+
+    h1, h2 = row_hashes(staged, keys=keys)
+    name = F.col("_metadata.file_name")
+    position = F.col("_metadata.row_index") if has_row_index else F.monotonically_increasing_id()
+    # Materialised first: an aggregate may not take a non-deterministic argument.
+    staged = staged.withColumn(_ORDER, position)
+    order = F.struct(
+        F.regexp_extract(name, PART_NAME, 1).cast("long"),
+        F.regexp_extract(name, PART_NAME, 2).cast("long"),
+        F.col(_ORDER),
+    )
+    last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), order)
+    grouped = staged.groupBy(*[F.col(_q(k)) for k in keys]).agg(last.alias("last"))
+    deleted = F.col("last.m") == int(RowMarker.DELETE)
+    return grouped.select(
+        *[F.col(_q(k)) for k in keys],
+        F.when(deleted, 0).otherwise(1).cast("long").alias(ROWS),
+        F.col("last.h1").alias(H1),
+        F.col("last.h2").alias(H2),
+    )
+
+
+def read_effective(
+    spark: SparkSession,
+    *,
+    base: str | None,
+    deltas: list[str],
+    keys: tuple[str, ...],
+    small_deltas: bool,
+    latest: DataFrame | None = None,
+    place: int | None = None,
+) -> DataFrame | None:
+    """The current state: the base snapshot with every later delta applied, live keys only.
+
+    With ``small_deltas`` (the deltas' rows are known to fit a broadcast) the merged deltas are
+    applied to the base by a broadcast anti-join, so the base is read without a shuffle;
+    otherwise base and deltas are merged by one group-by on the key, into ``place`` buckets if
+    given (see ``pipeline.buckets``). ``latest`` is one more delta, not yet written, applied
+    after the others.
+    """
+    from pyspark.sql import functions as F
+
+    sources = [spark.read.parquet(uri) for uri in ([base] if base else []) + deltas]
+    sources += [latest] if latest is not None else []
+    if not sources:
+        return None
+    frames = _frames(sources, keys=keys)
+    if len(frames) == 1:
+        return frames[0].where(F.col(ROWS) > 0).drop(_SOURCE)
+    if base and small_deltas:
+        changed = _latest(frames[1:], keys=keys)
+        touched = F.broadcast(changed.select(*[F.col(_q(k)) for k in keys]))
+        kept = frames[0].drop(_SOURCE).join(touched, list(keys), "left_anti")
+        return kept.unionByName(changed).where(F.col(ROWS) > 0)
+    return _latest(frames, keys=keys, buckets=place).where(F.col(ROWS) > 0)
+
+
+def merge_deltas(spark: SparkSession, deltas: list[str], *, keys: tuple[str, ...]) -> DataFrame:
+    """Per key the row of the newest delta that has it, tombstones (``_om_rows`` 0) included."""
+    return _latest(_frames([spark.read.parquet(uri) for uri in deltas], keys=keys), keys=keys)
+
+
+def _frames(sources: list[DataFrame], *, keys: tuple[str, ...]) -> list[DataFrame]:
+    from pyspark.sql import functions as F
+
+    cols = [*keys, ROWS, H1, H2]
+    return [
+        df.select(*[F.col(_q(c)) for c in cols]).withColumn(_SOURCE, F.lit(i)) for i, df in enumerate(sources)
+    ]
+
+
+def _latest(frames: list[DataFrame], *, keys: tuple[str, ...], buckets: int | None = None) -> DataFrame:
+    """Per key, the row of the newest frame that has it (tombstones included); grouped within
+    ``buckets`` hash partitions when given, so the result has that bucket layout."""
+    from pyspark.sql import functions as F
+
+    if len(frames) == 1:  # one delta already holds one row per key
+        return frames[0].drop(_SOURCE)
+    merged = frames[0]
+    for frame in frames[1:]:
+        merged = merged.unionByName(frame)
+    merged = buckets_mod.place(merged, keys=keys, buckets=buckets)
+    latest = F.max_by(F.struct(F.col(ROWS), F.col(H1), F.col(H2)), F.col(_SOURCE)).alias("s")
+    state = merged.groupBy(*[F.col(_q(k)) for k in keys]).agg(latest)
+    return state.select(
+        *[F.col(_q(k)) for k in keys],
+        F.col(f"s.{ROWS}").alias(ROWS),
+        F.col(f"s.{H1}").alias(H1),
+        F.col(f"s.{H2}").alias(H2),
+    )

@@ -1,0 +1,190 @@
+"""What ``db.push`` was asked to do (``PushRequest``), and the DataFrame shaped for it: checked
+columns and keys, normalized values, and for change feeds the marker column in order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, get_args
+
+from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.model import (
+    DEFAULT_ROWS_PER_FILE,
+    Compression,
+    Convention,
+    PartnerInfo,
+    PushMode,
+    RowMarker,
+    TableOptions,
+    TableRef,
+)
+from openmirror_nb._core.pipeline import debezium
+from openmirror_nb._core.pipeline.changes import DEFAULT_OP_COLUMN, INVALID_MARKER, to_change_rows, to_marker
+from openmirror_nb._core.pipeline.normalize import check_columns, check_keys, normalize
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+_COMPRESSIONS = ("none", "snappy", "gzip", "zstd")
+
+
+@dataclass(frozen=True)
+class PushRequest:
+    """Everything ``db.push`` was asked to do, checked for form here and only here.
+
+    Checks that need the table (its keys, format and state) run in ``pipeline.checks``.
+    """
+
+    table: TableRef
+    keys: tuple[str, ...] | None
+    mode: PushMode
+    op_column: str | None
+    convention: Convention
+    order_by: tuple[str, ...]
+    table_options: TableOptions | None
+    compression: Compression | None
+    rows_per_file: int
+    lock_timeout: float
+    partner: PartnerInfo
+    update_marker: int = int(RowMarker.UPSERT)
+    compact: bool = False
+    strict_delete: bool = False
+    # db.sync_delta: the (source, version) this push brings the table to, and the version it
+    # was read against (None: the table's first sync), checked under the table lock.
+    source: tuple[str, int] | None = None
+    source_after: int | None = None
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        table: str,
+        keys: Sequence[str] | None,
+        order_by: Sequence[str],
+        **fields: Any,
+    ) -> PushRequest:
+        """Build a request from ``db.push``'s arguments (lists as given, the table as text)."""
+        if isinstance(keys, str) or isinstance(order_by, str):
+            raise ConfigError("keys and order_by take a list of column names, e.g. keys=['id'].")
+        return cls(
+            table=TableRef.parse(table),
+            keys=tuple(keys) if keys else None,
+            order_by=tuple(order_by),
+            **fields,
+        )
+
+    @classmethod
+    def snapshot(
+        cls,
+        *,
+        table: str,
+        keys: Sequence[str] | None,
+        lock_timeout: float,
+        partner: PartnerInfo,
+        table_options: TableOptions | None = None,
+        compact: bool = False,
+    ) -> PushRequest:
+        """A plain snapshot push with the defaults (``sync_delta``, a reseed's reload)."""
+        return cls.create(
+            table=table,
+            keys=keys,
+            order_by=(),
+            mode="snapshot",
+            op_column=None,
+            convention="rowmarker",
+            table_options=table_options,
+            compression=None,
+            rows_per_file=DEFAULT_ROWS_PER_FILE,
+            lock_timeout=lock_timeout,
+            partner=partner,
+            compact=compact,
+        )
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("snapshot", "changes"):
+            raise ConfigError(f"mode {self.mode!r} is not valid; use 'snapshot' or 'changes'.")
+        if self.mode == "snapshot" and self.op_column is not None:
+            raise ConfigError("op_column is for change feeds; pass mode='changes' with it.")
+        if self.convention not in get_args(Convention):
+            raise ConfigError(
+                f"convention {self.convention!r} is not known; use rowmarker, sys_op, cdf or debezium."
+            )
+        if self.compression not in (None, *_COMPRESSIONS):
+            raise ConfigError(
+                f"compression {self.compression!r} is not supported; use none, snappy, gzip or zstd."
+            )
+        if (
+            isinstance(self.rows_per_file, bool)
+            or not isinstance(self.rows_per_file, int)
+            or self.rows_per_file < 1
+        ):
+            raise ConfigError(f"rows_per_file {self.rows_per_file!r} must be at least 1 (a whole number).")
+        if self.update_marker not in (int(RowMarker.UPDATE), int(RowMarker.UPSERT)):
+            raise ConfigError(f"update_marker {self.update_marker} must be 1 (update) or 4 (upsert).")
+        if self.strict_delete and self.convention != "sys_op":
+            raise ConfigError("strict_delete is Prostore's rule; use it with convention='sys_op'.")
+
+    @property
+    def op(self) -> str:
+        return self.op_column or DEFAULT_OP_COLUMN[self.convention]
+
+
+def compression_for(request: PushRequest, options: TableOptions) -> Compression:
+    """The compression of this push's files, given the table's format."""
+    if options.is_delimited:
+        if options.delimited.row_separator not in ("\n", "\r"):
+            raise ConfigError(
+                f"Table {request.table} declares RowSeparator {options.delimited.row_separator!r}; Spark "
+                "writes one-character line separators only, so use '\\n' or '\\r' (or Parquet)."
+            )
+        if request.compression not in (None, "none"):
+            raise ConfigError(
+                f"compression {request.compression!r} applies to Parquet only; delimited text is written "
+                "uncompressed (the contract does not say how compressed text is marked)."
+            )
+        return "none"
+    return request.compression or "snappy"
+
+
+def shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: TableOptions) -> DataFrame:
+    if request.mode == "snapshot":
+        check_columns(df)
+        check_keys(df, keys)
+        return normalize(df, options=options)
+    op, order_by = request.op, request.order_by
+    hidden: tuple[str, ...] = ()
+    if request.convention == "debezium":
+        # Envelope, payload wrapper, ExtractNewRecordState or flattened: one flat feed of the row's
+        # columns, the op letter and ordering fields that are not published.
+        df, hidden = debezium.read_feed(df, op_column=request.op_column, order_by=request.order_by).rows(keys)
+        op, order_by = debezium.OP, hidden
+    check_columns(df, reserved_ok=frozenset({op}))
+    check_keys(df, keys)
+    shaped = normalize(df, options=options, keep=frozenset({op, *hidden}))
+    return to_change_rows(
+        shaped,
+        op_column=op,
+        convention=request.convention,
+        keys=keys,
+        order_by=order_by,
+        update_marker=request.update_marker,
+        compact=request.compact,
+        unpublished=hidden,
+    )
+
+
+def invalid_ops(df: DataFrame, request: PushRequest) -> list[Any]:
+    """A few operation values outside the convention, for the staged-file check's message.
+
+    A Debezium feed raises its own error instead: it knows where the operation is read (op,
+    payload.op, __op), and that __deleted or a missing ordering field can make an event unreadable.
+    """
+    from pyspark.sql import functions as F
+
+    if request.convention == "debezium":
+        raise debezium.read_feed(df, op_column=request.op_column, order_by=request.order_by).invalid_error()
+
+    op = F.col(f"`{request.op}`")
+    marker = to_marker(op, request.convention, update_marker=request.update_marker)
+    rows = df.where(marker == INVALID_MARKER).select(op.alias("op")).distinct().limit(6).collect()
+    return [r["op"] for r in rows]

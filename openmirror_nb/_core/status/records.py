@@ -1,0 +1,197 @@
+"""The records a ``StatusReport`` (``status.report``) is made of: one ``TableStatus`` per table,
+the replicator's ``ReplicatorStatus`` and, when asked for, a ``Reconciliation`` of row counts.
+
+Records only: they are built in ``status.gather`` and laid out by ``status.render`` (text and
+HTML) and by the ``MonitorPane``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal, get_args
+
+from openmirror_nb._core.landing_zone.blockers import Blocker, BlockerKind
+from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
+
+if TYPE_CHECKING:
+    pass
+
+# The badge of a table, worst first: the mirror failed it; something stops it (a gap, an empty
+# file, ...); something needs tidying but does not stop it; files wait; all replicated; the mirror
+# has not said anything about it yet.
+Health = Literal["failed", "blocked", "warning", "pending", "ok", "unknown"]
+HEALTH_ORDER: tuple[Health, ...] = ("failed", "blocked", "warning", "pending", "ok", "unknown")
+# Blockers that stop replication (a name conflict too: only one of the folders is mirrored); the
+# others (left-over staging, a drop's trash, a long-held lock) only need attention.
+STOPPING = frozenset(get_args(BlockerKind)) - {"orphaned_staging", "unfinished_drop", "stale_lock"}
+SCHEMA_CHANGE_CODE = "SchemaChangeNotSupported"  # the service's errorCode for a type change
+NOT_LISTED = "NotListed"  # the table's status while the mirror does not list it (yet)
+
+COLUMNS = (
+    "table",
+    "health",
+    "status",
+    "pending_files",
+    "processed_files",
+    "blocked_by",
+    "error",
+    "failed_file",
+    "last_sequence",
+    "processed_rows",
+    "mirrored_rows",
+    "state_rows",
+    "source_rows",
+    "last_push",
+    "last_sync",
+    "lag_seconds",
+)
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """Row counts of one table from up to three places, and which one disagrees.
+
+    Attributes:
+        mirrored_rows: Rows of the mirrored Delta table (``None``: could not be read, see ``notes``).
+        state_rows: Rows in the key state, what the publisher last pushed.
+        source_rows: Rows of the source DataFrame, when one was given.
+        verdict: ``"match"``, ``"mismatch"`` or ``"incomplete"`` (fewer than two counts).
+        message: In words: which count differs from the others, and what that usually means.
+        notes: Why a count is missing.
+    """
+
+    table: str
+    mirrored_rows: int | None
+    state_rows: int | None
+    source_rows: int | None
+    verdict: Literal["match", "mismatch", "incomplete"]
+    message: str
+    notes: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        counts = ", ".join(
+            f"{name} {'?' if value is None else f'{value:,}'}"
+            for name, value in (
+                ("mirrored", self.mirrored_rows),
+                ("key state", self.state_rows),
+                ("source", self.source_rows),
+            )
+        )
+        return f"Reconciliation({self.table}: {self.verdict}; {counts}; {self.message})"
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    """One table as the landing zone, the mirror and the publisher's state see it.
+
+    Attributes:
+        table: ``name`` or ``schema.name``, as ``db.push`` names it.
+        folder: The table folder in the landing zone (``""`` if only the mirror lists it).
+        health: The badge (``Health``), from all the sources.
+        status: The mirror's word for the table (``Initialized``, ``Snapshotting``, ``Replicating``,
+            ``Reseeding``, ``Stopped``, ``Failed``), or ``NotListed``.
+        pending: Data files not processed yet, in the order the mirror takes them.
+        processed_files: Files processed (moved to ``_ProcessedFiles``, plus the newest one, kept
+            in place).
+        ready_to_delete: Files in ``_FilesReadyToDelete``.
+        blockers: What the listing shows stopping or threatening the table, each with its fix.
+        error_code: The mirror's ``errorCode`` (empty unless failed).
+        error: The mirror's error text, or the note of a table waiting on a gap.
+        failed_file: The data file the mirror failed on, when its error names one.
+        last_sequence: The largest sequence number published.
+        processed_rows: Rows the mirror reports processed (cumulative, changes included).
+        mirrored_rows: Rows in the mirrored table, when counted (local databases, ``reconcile``).
+        state_rows: Rows in the publisher's key state, when known exactly.
+        last_push: When this toolkit last pushed to the table; ``last_sync``: the mirror's last sync.
+        lag_seconds: How long the oldest pending file has waited (0 with nothing pending).
+        reconciliation: Row counts compared, with ``reconcile=True``.
+        notes: Anything a source could not tell, in words.
+    """
+
+    table: str
+    folder: str
+    health: Health
+    status: str
+    pending: tuple[DataFileInfo, ...] = ()
+    processed_files: int = 0
+    ready_to_delete: int = 0
+    blockers: tuple[Blocker, ...] = ()
+    error_code: str = ""
+    error: str = ""
+    failed_file: str | None = None
+    last_sequence: int = 0
+    processed_rows: int | None = None
+    mirrored_rows: int | None = None
+    state_rows: int | None = None
+    last_push: datetime | None = None
+    last_sync: datetime | None = None
+    lag_seconds: float | None = None
+    reconciliation: Reconciliation | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def blocked_by(self) -> str:
+        """The first thing that stops the table, in words (empty if nothing does)."""
+        first = [b for b in self.blockers if b.kind in STOPPING] or list(self.blockers)
+        return first[0].message if first else ""
+
+    @property
+    def advice(self) -> tuple[str, ...]:
+        """What to do, one line per problem, worst first."""
+        lines: list[str] = []
+        blockers = list(self.blockers)
+        if self.health == "failed":
+            where = f" on file {self.failed_file}" if self.failed_file else ""
+            # the listing's word for the failed file (empty, misnamed) is the one to act on
+            named = next((b for b in blockers if self.failed_file and b.file == self.failed_file), None)
+            if named is not None:
+                blockers.remove(named)
+            if named is not None:
+                lines.append(f"the mirror failed: {named.message}")
+            else:
+                lines.append(f"the mirror failed{where}: {self.error or self.error_code}")
+            if self.error_code == SCHEMA_CHANGE_CODE:
+                lines.append(
+                    "a column changed in a way the mirror cannot absorb: only a reseed fixes it "
+                    f"(db.drop({self.table!r}, wait=True), then push the table again)."
+                )
+        lines += [b.message for b in blockers if b.kind in STOPPING]
+        lines += [b.message for b in blockers if b.kind not in STOPPING]
+        lines += list(self.notes)
+        return tuple(lines)
+
+    def row(self) -> dict[str, object]:
+        """The table's line of ``StatusReport.to_pandas()``."""
+        recon = self.reconciliation
+        return {
+            "table": self.table,
+            "health": self.health,
+            "status": self.status,
+            "pending_files": len(self.pending),
+            "processed_files": self.processed_files,
+            "blocked_by": self.blocked_by,
+            "error": self.error,
+            "failed_file": self.failed_file,
+            "last_sequence": self.last_sequence,
+            "processed_rows": self.processed_rows,
+            "mirrored_rows": self.mirrored_rows,
+            "state_rows": self.state_rows,
+            "source_rows": recon.source_rows if recon else None,
+            "last_push": self.last_push,
+            "last_sync": self.last_sync,
+            "lag_seconds": self.lag_seconds,
+        }
+
+
+@dataclass(frozen=True)
+class ReplicatorStatus:
+    """The database's replicator: ``Running``, ``Stopped`` (or the REST API's ``Initializing``,
+    ``Starting``...) or ``NotStarted``, its error, and how old its last heartbeat is."""
+
+    status: str
+    heartbeat: datetime | None = None
+    heartbeat_age: float | None = None
+    error_code: str = ""
+    error: str = ""
+    source: str = ""

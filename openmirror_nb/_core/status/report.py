@@ -1,0 +1,198 @@
+"""``StatusReport``, what ``db.status()`` returns, and how it reads: plain text like
+``git status``, HTML with a coloured badge per table (the ``MonitorPane`` reuses its grid), and
+JSON for ``openmirror status --json``. Built in ``status.gather``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from openmirror_nb._core.status.records import COLUMNS, HEALTH_ORDER, Health, ReplicatorStatus, TableStatus
+from openmirror_nb._core.status.render import BADGE_COLOURS, ago, badge, rows_text, since
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """The status of a mirrored database (or one table of it), taken at ``taken_at``.
+
+    ``tables`` has one ``TableStatus`` per table folder (and per table the mirror still lists
+    after its folder was deleted); ``foreign`` names landing-zone items that are not tables;
+    ``notes`` says which source could not be read and what the report shows instead.
+    """
+
+    target: str
+    taken_at: datetime
+    replicator: ReplicatorStatus
+    tables: tuple[TableStatus, ...]
+    foreign: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    def __getitem__(self, table: str) -> TableStatus:
+        for status in self.tables:
+            if status.table == table or status.table.casefold() == table.casefold():
+                return status
+        raise KeyError(table)
+
+    @property
+    def health(self) -> Health:
+        """The worst badge of all tables (``ok`` for a database without tables)."""
+        found = {t.health for t in self.tables}
+        return next((h for h in HEALTH_ORDER if h in found), "ok")
+
+    @property
+    def needs_attention(self) -> tuple[TableStatus, ...]:
+        """The tables that are failed or blocked (what a scheduled job alerts on)."""
+        return tuple(t for t in self.tables if t.health in ("failed", "blocked"))
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per table with the columns of ``COLUMNS``."""
+        import pandas as pd
+
+        frame = pd.DataFrame([t.row() for t in self.tables], columns=list(COLUMNS))
+        # nullable integers: an unknown count stays <NA> instead of turning the column to floats
+        counts = ["last_sequence", "processed_rows", "mirrored_rows", "state_rows", "source_rows"]
+        return frame.astype({c: "Int64" for c in counts})
+
+    def to_dict(self) -> dict[str, object]:
+        """The report as JSON-ready values (``openmirror status --json``)."""
+        return as_json(self)
+
+    def __repr__(self) -> str:
+        return as_text(self)
+
+    def _repr_html_(self) -> str:
+        return as_html(self)
+
+
+def replicator_line(report: StatusReport) -> str:
+    rep = report.replicator
+    beat = f", heartbeat {ago(rep.heartbeat_age)} ago" if rep.heartbeat_age is not None else ""
+    error = f"; {rep.error_code or 'error'}: {rep.error}" if rep.error else ""
+    return f"replicator {rep.status}{beat}{error}"
+
+
+def summary_line(report: StatusReport) -> str:
+    counts: dict[str, int] = {}
+    for t in report.tables:
+        counts[t.health] = counts.get(t.health, 0) + 1
+    parts = ", ".join(f"{counts[h]:,} {h}" for h in HEALTH_ORDER if h in counts)  # worst first
+    count = len(report.tables)
+    return f"{count:,} table{'' if count == 1 else 's'}" + (f": {parts}" if parts else "")
+
+
+def _detail(t: TableStatus, now: datetime) -> str:
+    if t.health in ("failed", "blocked", "warning"):
+        return t.advice[0] if t.advice else t.status
+    if t.pending:
+        return f"{len(t.pending):,} pending, oldest waiting {ago(t.lag_seconds)}"
+    return f"{t.processed_files:,} processed, {rows_text(t)} rows, synced {since(t.last_sync, now)}"
+
+
+def as_text(report: StatusReport) -> str:
+    """The report as ``git status`` would put it: one line per table, the fix under a problem."""
+    now = report.taken_at
+    lines = [f"Mirrored database {report.target} ({replicator_line(report)})", summary_line(report), ""]
+    width = max((len(t.table) for t in report.tables), default=5)
+    for t in report.tables:
+        lines.append(f"  {t.health:<8} {t.table:<{width}}  {t.status:<12} {_detail(t, now)}")
+        if t.health in ("failed", "blocked", "warning"):
+            lines += [f"{'':<{width + 25}}-> {line}" for line in t.advice[1:4]]
+        if t.reconciliation is not None:
+            lines.append(f"{'':<{width + 25}}rows: {t.reconciliation.message}")
+    if report.foreign:
+        lines += ["", "Not tables:", *(f"  {item}" for item in report.foreign)]
+    if report.notes:
+        lines += ["", "Notes:", *(f"  {note}" for note in report.notes)]
+    return "\n".join(lines).rstrip()
+
+
+def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = None) -> str:
+    """The ``<tr>`` rows of the status grid: one per table, plus a row with what to do for a
+    table that is failed, blocked or needs attention. ``trend`` adds a last cell per table (the
+    pane's sparklines)."""
+    out = []
+    now = report.taken_at
+    span = 8 if trend is None else 9
+    for t in report.tables:
+        name = html.escape(t.table)
+        last = "" if trend is None else f"<td>{trend.get(t.table, '')}</td>"
+        out.append(
+            f"<tr class='om-row' data-table='{name}'><td>{badge(t.health)}</td><td><b>{name}</b></td>"
+            f"<td>{html.escape(t.status)}</td><td style='text-align:right'>{len(t.pending):,}</td>"
+            f"<td style='text-align:right'>{t.processed_files:,}</td>"
+            f"<td>{html.escape(t.failed_file or '')}</td><td style='text-align:right'>{rows_text(t)}</td>"
+            f"<td>{since(t.last_sync, now)}</td><td style='text-align:right'>{ago(t.lag_seconds)}</td>"
+            f"{last}</tr>"
+        )
+        if t.health in ("failed", "blocked", "warning"):
+            advice = "<br>".join(html.escape(line) for line in t.advice[:4])
+            out.append(
+                f"<tr class='om-advice' data-table='{name}'><td></td>"
+                f"<td colspan='{span}' style='color:{BADGE_COLOURS[t.health]}'>{advice}</td></tr>"
+            )
+    return "".join(out)
+
+
+GRID_HEADER = (
+    "<tr><th></th><th style='text-align:left'>table</th><th style='text-align:left'>status</th>"
+    "<th>pending</th><th>processed</th><th style='text-align:left'>failed file</th><th>rows</th>"
+    "<th style='text-align:left'>last sync</th><th>lag</th></tr>"
+)
+
+
+def grid_html(report: StatusReport, *, trend: Mapping[str, str] | None = None) -> str:
+    """The status grid as one ``<table>``, with a ``pending over time`` column when ``trend``."""
+    header = GRID_HEADER if trend is None else GRID_HEADER.replace("</tr>", "<th>pending over time</th></tr>")
+    return f"<table class='om-grid' cellpadding='3'>{header}{table_rows_html(report, trend=trend)}</table>"
+
+
+def as_html(report: StatusReport) -> str:
+    extra = ""
+    if report.foreign:
+        extra += "<div><b>Not tables:</b> " + "; ".join(html.escape(f) for f in report.foreign) + "</div>"
+    if report.notes:
+        extra += "<div><i>" + "<br>".join(html.escape(n) for n in report.notes) + "</i></div>"
+    return (
+        f"<div class='om-status'><b>Mirrored database</b> <code>{html.escape(report.target)}</code> "
+        f"{badge(report.health, summary_line(report))} <span>{html.escape(replicator_line(report))}</span>"
+        f"{grid_html(report)}{extra}</div>"
+    )
+
+
+def as_json(report: StatusReport) -> dict[str, object]:
+    """The report as JSON-ready values (times as ISO 8601 text)."""
+
+    def value(v: object) -> object:
+        return v.isoformat() if isinstance(v, datetime) else v
+
+    rep = report.replicator
+    return {
+        "target": report.target,
+        "taken_at": report.taken_at.isoformat(),
+        "health": report.health,
+        "replicator": {
+            "status": rep.status,
+            "heartbeat": value(rep.heartbeat),
+            "heartbeat_age_seconds": rep.heartbeat_age,
+            "error_code": rep.error_code,
+            "error": rep.error,
+            "source": rep.source,
+        },
+        "tables": [
+            {
+                **{k: value(v) for k, v in t.row().items()},
+                "pending": [f.name for f in t.pending],
+                "advice": list(t.advice),
+            }
+            for t in report.tables
+        ],
+        "foreign": list(report.foreign),
+        "notes": list(report.notes),
+    }

@@ -1,0 +1,1 @@
+"""The panels' implementation; ``openmirror_nb.widgets`` is their public home."""
