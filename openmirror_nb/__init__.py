@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from openmirror_nb._core.mirror.history import KeyHistory, KeyVersion
     from openmirror_nb._core.pipeline.arrow_input import arrow_to_spark
     from openmirror_nb._core.pipeline.delta_sync import read_delta
-    from openmirror_nb._core.runtime import get_spark
+    from openmirror_nb._core.runtime import get_spark, is_fabric
     from openmirror_nb._core.schema_change import Change, ReseedResult, SchemaPlan
     from openmirror_nb._core.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
     from openmirror_nb._core.table_info import ColumnInfo, TableInfo
@@ -127,6 +127,7 @@ __all__ = [
     "arrow_to_spark",
     "connect",
     "get_spark",
+    "is_fabric",
     "profile_keys",
     "read_delta",
     "suggest_keys",
@@ -139,6 +140,7 @@ _LAZY = {
     "connect": "openmirror_nb._core.api",
     "MirroredDatabase": "openmirror_nb._core.api",
     "get_spark": "openmirror_nb._core.runtime",
+    "is_fabric": "openmirror_nb._core.runtime",
     "LocalMirror": "openmirror_nb._core.mirror",
     "MirrorRun": "openmirror_nb._core.mirror",
     "TableRun": "openmirror_nb._core.mirror",

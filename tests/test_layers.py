@@ -188,6 +188,12 @@ def _notebook_imports() -> set[tuple[str, str]]:
                 for node in ast.walk(ast.parse(to_python("".join(cell["source"])))):
                     if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                         found.add((where, node.module))
+                        if node.module == "openmirror_nb":  # a module taken from the root is no API
+                            found.update(
+                                (where, f"openmirror_nb.{a.name}")
+                                for a in node.names
+                                if a.name not in openmirror_nb.__all__
+                            )
                     elif isinstance(node, ast.Import):
                         found.update((where, a.name) for a in node.names)
     return {(nb, m) for nb, m in found if m.split(".")[0] == "openmirror_nb"}

@@ -122,7 +122,10 @@ def test_a_token_revoked_mid_push_is_refreshed_once(spark, dfs_auth, fs):
     df = spark.range(0, 300, numPartitions=3).selectExpr("id", "concat('v', id) as v")
     result = db.push(df, table="sales.orders", keys=["id"], rows_per_file=100)
     assert result.sequence_numbers == (1, 2, 3)
-    assert credential.calls == 2 and sum(r.status == 401 for r in sent(dfs_auth, fs)) == 1
+    # Usually one request meets the revoked token; under load a lease renewal on its own thread
+    # may meet it too. Either way each refused request costs exactly one new token: no loop.
+    refusals = sum(r.status == 401 for r in sent(dfs_auth, fs))
+    assert 1 <= refusals <= 2 and credential.calls == 1 + refusals
     assert sum(_table(dfs_auth, fs, f"{i:020d}.parquet").num_rows for i in (1, 2, 3)) == 300
 
 
