@@ -26,7 +26,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _looks_like_a_database(value: str | None) -> bool:
-    # Table names hold no slash (names.py), so a slash, a URL or a database folder means a path.
+    # Table names hold no slash (table_names.py): a slash, a URL or a database folder is a path.
     return value is not None and (
         any(c in value for c in ("/", "\\", "://")) or Path(value, "Files", "LandingZone").is_dir()
     )
