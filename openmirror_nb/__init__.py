@@ -29,9 +29,14 @@ from openmirror_nb._core.errors import (
     UnsupportedTypeError,
 )
 from openmirror_nb._core.model import (
+    DEFAULT_ROWS_PER_FILE,
+    Compression,
+    Convention,
     DelimitedTextOptions,
     DropResult,
+    FileFormat,
     PartnerInfo,
+    PushMode,
     PushResult,
     Recovery,
     RowMarker,
@@ -46,9 +51,12 @@ from openmirror_nb._core.progress import (
     Publishing,
     PushFailed,
     Staging,
+    TextProgress,
     Validating,
     WaitingForLock,
+    WidgetProgress,
 )
+from openmirror_nb._core.table_names import check_table_name
 
 if TYPE_CHECKING:
     from openmirror_nb import widgets
@@ -68,17 +76,21 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_ROWS_PER_FILE",
     "Blocker",
     "Cancelled",
     "Change",
     "ChangeFeedError",
     "ColumnInfo",
     "Committing",
+    "Compression",
     "ConfigError",
+    "Convention",
     "CredentialError",
     "DataFileInfo",
     "DelimitedTextOptions",
     "DropResult",
+    "FileFormat",
     "Finished",
     "InvalidNameError",
     "KeyColumnsError",
@@ -101,6 +113,7 @@ __all__ = [
     "Publishing",
     "PushCancelledError",
     "PushFailed",
+    "PushMode",
     "PushResult",
     "Reconciliation",
     "Recovery",
@@ -120,11 +133,14 @@ __all__ = [
     "TableRun",
     "TableScan",
     "TableStatus",
+    "TextProgress",
     "UnsupportedTypeError",
     "Validating",
     "WaitingForLock",
+    "WidgetProgress",
     "__version__",
     "arrow_to_spark",
+    "check_table_name",
     "connect",
     "get_spark",
     "is_fabric",

@@ -10,7 +10,8 @@ import pytest
 from pyspark.sql import DataFrame
 
 from openmirror_nb._core.errors import ConfigError, KeyColumnsError
-from openmirror_nb._core.keys import KeyProfile, list_sources, profile_keys, source_preview, suggest_keys
+from openmirror_nb._core.keys import KeyProfile, profile_keys, suggest_keys
+from openmirror_nb._core.widgets.sources import list_sources, source_preview
 
 pytestmark = pytest.mark.spark
 

@@ -1,7 +1,8 @@
 """The import direction of design.md §3, so the layering cannot silently erode.
 
 ``model, table_names, errors <- landing_zone, storage <- pipeline <- api <- magics | widgets | cli``, with the
-local mirror, the Fabric service surfaces and ``table_info`` beside ``pipeline``. Every import of
+local mirror, the Fabric service surfaces and ``table_info`` beside ``pipeline``. The skins (magics,
+panels, command line, demo) see the API only as a notebook does: through the package root. Every import of
 every module counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included: a cycle
 hidden behind a lazy import is still a cycle.
 """
@@ -15,7 +16,8 @@ import openmirror_nb
 
 PACKAGE = Path(openmirror_nb.__file__).parent
 BASE = {"errors", "table_names", "model", "target", "runtime", "progress", "moved"}
-SKIN_BASE = BASE | {"grammar"}
+SKINS = {"magics", "widgets", "cli", "demo", "grammar"}
+SKIN_API = {"__init__", "errors"} | SKINS
 # What each part of the package may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
@@ -24,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "target": {"errors"},
     "runtime": {"errors"},
     "progress": {"errors", "model"},
-    "grammar": {"errors", "model"},
+    "grammar": {"__init__", "errors"},  # the skins' verb table: choices from the root's Literal types
     "_core": set(),
     "moved": set(),  # its __init__ only says what it is
     "__main__": {"cli"},
@@ -49,26 +51,15 @@ ALLOWED: dict[str, set[str]] = {
         "keys",
         "schema_change",
     },
-    "demo": BASE | {"storage", "landing_zone", "mirror", "api"},
-    "cli": SKIN_BASE
-    | {"storage", "landing_zone", "mirror", "fabric", "api", "demo", "status", "keys", "schema_change"},
-    "magics": SKIN_BASE
-    | {
-        "storage",
-        "landing_zone",
-        "mirror",
-        "fabric",
-        "api",
-        "table_info",
-        "widgets",
-        "status",
-        "keys",
-        "schema_change",
-    },
-    "widgets": BASE
-    | {"storage", "landing_zone", "mirror", "fabric", "api", "table_info", "status", "keys", "schema_change"},
+    # The skins use the public API only (issue 24): the package root (``openmirror_nb``, its names
+    # in ``__all__``), the panels, each other, and the error family they catch and word.
+    "demo": SKIN_API,
+    "cli": SKIN_API,
+    "magics": SKIN_API,
+    "widgets": SKIN_API,
     "__init__": {
         "errors",
+        "table_names",
         "model",
         "progress",
         "runtime",
@@ -84,6 +75,9 @@ ALLOWED: dict[str, set[str]] = {
         "magics",
     },
 }
+
+
+PUBLIC_NAMES = set(openmirror_nb.__all__) - {"widgets"}
 
 
 def _part(module: str) -> str:
@@ -105,13 +99,21 @@ def _imports() -> dict[str, set[tuple[str, str]]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 if node.module in ("openmirror_nb", "openmirror_nb._core"):
-                    names += [f"{node.module}.{a.name}" for a in node.names]
+                    # a public name of the root is the root's; anything else is the module it names
+                    names += [
+                        node.module
+                        if node.module == "openmirror_nb" and a.name in PUBLIC_NAMES
+                        else f"{node.module}.{a.name}"
+                        for a in node.names
+                    ]
                 else:
                     names.append(node.module)
             elif isinstance(node, ast.Import):
                 names += [a.name for a in node.names]
         own = _part(module)
-        targets = {(_part(n), module) for n in names if n.startswith("openmirror_nb.")}
+        targets = {
+            (_part(n), module) for n in names if n == "openmirror_nb" or n.startswith("openmirror_nb.")
+        }
         found.setdefault(own, set()).update((t, m) for t, m in targets if t != own)
     return found
 

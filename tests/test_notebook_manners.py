@@ -18,7 +18,6 @@ from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
 from openmirror_nb._core.mirror.results import MirrorRun, TableRun
 from openmirror_nb._core.model import DropResult, PushResult, SyncResult, TableOptions
 from openmirror_nb._core.status import ReplicatorStatus, StatusReport, TableStatus
-from openmirror_nb._core.status.render import table_detail_html
 from openmirror_nb._core.table_info import ColumnInfo, TableInfo, database_html
 
 NOW = datetime(2025, 5, 20, 12, 0, 0, tzinfo=UTC)
@@ -157,11 +156,9 @@ def test_status_report_separates_counts():
         "<td style='text-align:right'>1,234</td>" in page
         and "<td style='text-align:right'>2,345</td>" in page
     )
-    detail = table_detail_html(done, NOW)
+    detail = done.to_html(now=NOW)
     assert "<td>2,345</td>" in detail and "<td>1,500</td>" in detail
-    assert "... and 1,184 more" in table_detail_html(waits, NOW) and "1,500 B" in table_detail_html(
-        waits, NOW
-    )
+    assert "... and 1,184 more" in waits.to_html(now=NOW) and "1,500 B" in waits.to_html(now=NOW)
     many = StatusReport("/data/db", NOW, ReplicatorStatus("Running"), (done,) * 1_000)
     assert repr(many).splitlines()[1] == "1,000 tables: 1,000 ok"
 

@@ -14,7 +14,7 @@ import pytest
 from openmirror_nb._core.landing_zone.blockers import Blocker
 from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
 from openmirror_nb._core.status import COLUMNS, Reconciliation, ReplicatorStatus, StatusReport, TableStatus
-from openmirror_nb._core.status.render import ago, sparkline_svg, table_detail_html
+from openmirror_nb._core.status.render import ago, sparkline_svg
 from openmirror_nb._core.status.report import as_html, as_json
 
 NOW = datetime(2025, 5, 20, 12, 0, 0, tzinfo=UTC)
@@ -141,16 +141,16 @@ def test_html_escapes_the_mirrors_error_text():
     without_blocker = TableStatus(**{**hostile.__dict__, "blockers": ()})
     page = as_html(report(tables=(without_blocker,)))
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    detail = table_detail_html(without_blocker, NOW)
+    detail = without_blocker.to_html(now=NOW)
     assert "<script>" not in detail and "InputValidationError: &lt;script&gt;" in detail
 
 
 def test_detail_lists_pending_files_and_cuts_a_long_list():
     many = TableStatus("t", "t", "pending", "Replicating", pending=tuple(file(n) for n in range(1, 61)))
-    detail = table_detail_html(many, NOW)
+    detail = many.to_html(now=NOW)
     assert detail.count("<code>") == 50 and "... and 10 more" in detail
     assert "<code>00000000000000000050.parquet</code>" in detail and "00000000000000000051" not in detail
-    assert "No pending files." in table_detail_html(tables()[2], NOW)
+    assert "No pending files." in tables()[2].to_html(now=NOW)
 
 
 def test_json_is_serialisable_with_iso_times_pending_names_and_advice():

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from openmirror_nb._core.errors import ConfigError, OpenMirrorError
+from openmirror_nb import ConfigError, OpenMirrorError
 from openmirror_nb._core.grammar import PROGS, add_verbs, push_keywords
+
+if TYPE_CHECKING:
+    from openmirror_nb import MirrorRun
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,15 +70,61 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _mirror(args: argparse.Namespace) -> int:
     """``om.LocalMirror(path).run_once()`` (``--once``), else a pass every ``--interval`` seconds."""
-    from openmirror_nb._core.mirror.command import mirror_command
-
     return mirror_command(args.db, once=args.once, interval=5.0 if args.interval is None else args.interval)
+
+
+def mirror_command(
+    path: str | os.PathLike[str] | None,
+    *,
+    once: bool = False,
+    interval: float = 5.0,
+    max_iterations: int | None = None,
+    echo: Callable[[str], None] = print,
+) -> int:
+    """Replicate the database at ``path`` once, or every ``interval`` seconds until Ctrl-C.
+
+    Equivalent API calls: ``LocalMirror(path).run_once()`` and ``LocalMirror(path).run(interval=...)``.
+
+    Args:
+        path: The mirrored database folder (``None``: ``./openmirror-db``).
+        once: Run a single pass, print it and return.
+        interval: Seconds between passes when not ``once``.
+        max_iterations: Stop the loop after this many passes (scripts and tests).
+        echo: Where the summaries go; the loop only reports passes that did something.
+
+    Returns:
+        The process exit code: 0, or 1 when a table is ``Failed`` after a single pass.
+    """
+    from openmirror_nb import LocalMirror
+
+    if interval <= 0 and not once:
+        raise ConfigError(f"--interval must be a positive number of seconds, not {interval!r}.")
+    mirror = LocalMirror(path)
+    if once:
+        run = mirror.run_once()
+        echo(repr(run))
+        return 1 if run.failed else 0
+
+    def report(run: MirrorRun) -> None:
+        if run.files_applied or run.failed or any(r.event for r in run.tables):
+            echo(repr(run))
+
+    echo(f"Mirroring {mirror.root} every {interval:g} s; press Ctrl-C to stop.")
+    try:
+        mirror.run(
+            interval=interval,
+            max_iterations=max_iterations,
+            on_pass=report,
+            on_error=lambda exc: echo(f"Mirror pass failed: {exc}"),
+        )
+    except KeyboardInterrupt:
+        echo("Stopped.")
+    return 0
 
 
 def _push(args: argparse.Namespace) -> int:
     """``db.push(spark.read.parquet(DF), table=T, ...)``."""
-    from openmirror_nb._core.api import connect
-    from openmirror_nb._core.runtime import get_spark
+    from openmirror_nb import connect, get_spark
 
     if args.df is None:
         raise ConfigError(
@@ -86,7 +137,7 @@ def _push(args: argparse.Namespace) -> int:
 
 def _drop(args: argparse.Namespace) -> int:
     """``db.drop(table, wait=..., timeout=...)``."""
-    from openmirror_nb._core.api import connect
+    from openmirror_nb import connect
 
     result = connect(args.db).drop(args.table, wait=args.wait, timeout=args.timeout)
     print(result)
@@ -97,21 +148,17 @@ def _drop(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     """``db.status(table, reconcile=...)``; exit 1 when a table is failed or blocked."""
-    from openmirror_nb._core.api import connect
-    from openmirror_nb._core.target import LocalTarget, parse_target
+    from openmirror_nb import connect
 
-    target = parse_target(args.db)
-    if isinstance(target, LocalTarget) and not target.landing_zone.is_dir():
-        # connect() would create it: a mistyped path in a scheduled job must not read as healthy
-        raise ConfigError(f"No mirrored database at {target.root} (it has no Files/LandingZone).")
-    report = connect(args.db).status(args.table, reconcile=args.reconcile)
+    # a mistyped path in a scheduled job must not read as a new, healthy database
+    report = connect(args.db, create=False).status(args.table, reconcile=args.reconcile)
     print(json.dumps(report.to_dict(), indent=2) if args.json else str(report))
     return 1 if report.needs_attention else 0
 
 
 def _describe(args: argparse.Namespace) -> int:
     """``db.describe(T)``."""
-    from openmirror_nb._core.api import connect
+    from openmirror_nb import connect
 
     print(connect(args.db).describe(args.table))
     return 0
@@ -119,7 +166,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 def _tables(args: argparse.Namespace) -> int:
     """``db.tables()``, one per line."""
-    from openmirror_nb._core.api import connect
+    from openmirror_nb import connect
 
     for name in connect(args.db).tables():
         print(name)

@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.api import connect
-from openmirror_nb._core.errors import ConfigError
-from openmirror_nb._core.landing_zone.table_folder import TableFolder
+from openmirror_nb import ConfigError, connect, get_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -54,30 +52,27 @@ def run_demo(path: str | None, *, rows: int = 10_000) -> Iterator[str]:
     Run it again and it pushes a new snapshot of the same table: only the difference is
     published. Every run ends with the local mirror replicating the table and a read-back check.
     """
-    from openmirror_nb._core.mirror import LocalMirror
-    from openmirror_nb._core.runtime import get_spark
-    from openmirror_nb._core.target import LocalTarget
-
     spark = get_spark()
     db = connect(path)
-    if not isinstance(db.target, LocalTarget):
+    mirror = db.local_mirror
+    if mirror is None:
         raise ConfigError("The demo runs on a local mirrored database; pass a folder.")
     yield f"Mirrored database: {db.target}"
-    state = TableFolder.of(db.storage, TABLE).read_state()
-    if state is None:
+    pushes = db.describe(TABLE).pushes if TABLE in db.tables() else 0
+    if pushes == 0:
         result = db.push(sample_orders(spark, rows=rows), table=TABLE, keys=["order_id"])
         yield f"Initial load:  {result}"
     else:
         # the source table again, grown a little and without every 211th order
-        grown = sample_orders(spark, rows=rows + 25 * state.pushes)
-        result = db.push(grown.where(f"order_id % 211 != {state.pushes % 211}"), table=TABLE)
+        grown = sample_orders(spark, rows=rows + 25 * pushes)
+        result = db.push(grown.where(f"order_id % 211 != {pushes % 211}"), table=TABLE)
         yield f"Snapshot diff: {result}"
-    batch = (state.pushes if state else 0) + 1
+    batch = pushes + 1
     result = db.push(change_batch(spark, rows=rows, batch=batch), table=TABLE, mode="changes", op_column="op")
     yield f"Change batch:  {result}"
     for published in result.files:
         yield f"  published {published}"
-    run = LocalMirror(db.target.root).run_once()
+    run = mirror.run_once()
     yield f"Local mirror:  {run!r}"
     frame: Any = db.read_table(TABLE, as_pandas=True)
     yield f"Read back {TABLE}: {len(frame):,} rows in Tables/demo/orders"

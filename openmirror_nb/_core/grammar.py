@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from openmirror_nb._core.model import (
+from openmirror_nb import (
     DEFAULT_ROWS_PER_FILE,
     Compression,
     Convention,

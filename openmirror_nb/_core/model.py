@@ -15,13 +15,20 @@ from openmirror_nb._core.errors import ConfigError
 from openmirror_nb._core.table_names import SCHEMA_SUFFIX, identity, parse_table
 
 FileFormat = Literal["parquet", "csv", "tsv", "psv"]
+"""The data files of a table (``TableOptions.file_format``): Parquet, or delimited text with a
+comma, a tab or a pipe. Fixed by the first push."""
 Compression = Literal["none", "snappy", "gzip", "zstd"]
+"""The Parquet codecs a push writes (``db.push(compression=...)``) and the mirror reads."""
 FileDetection = Literal["SequentialFileName", "LastUpdateTimeFileDetection"]
 PushMode = Literal["snapshot", "changes"]
+"""``snapshot``: the whole table, diffed against what was pushed; ``changes``: a change feed."""
 Convention = Literal["rowmarker", "sys_op", "cdf", "debezium"]
+"""How a change feed says what happened to a row (``db.push(mode="changes", convention=...)``):
+contract row markers, SQL Server's ``__$operation``, Delta's change data feed, Debezium events."""
 
 ROW_MARKER = "__rowMarker__"
 DEFAULT_ROWS_PER_FILE = 1_000_000
+"""Rows per data file when a push is not told otherwise (``db.push(rows_per_file=...)``)."""
 
 
 class RowMarker(IntEnum):

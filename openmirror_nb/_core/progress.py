@@ -181,8 +181,9 @@ def _shell() -> Any:
 
 
 class TextProgress:
-    """One line per phase and staging step on ``stream`` (stderr by default), not one per Spark
-    task."""
+    """A push's progress as text: one line per phase and staging step on ``stream`` (stderr by
+    default), not one per Spark task. What a push shows in a terminal IPython; pass one as
+    ``progress=`` anywhere else (a job's log)."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
@@ -204,8 +205,16 @@ _STEPS = {Validating: 2, WaitingForLock: 4, Staging: 5, Publishing: 80, Committi
 
 
 class WidgetProgress:
-    """An ``IntProgress`` (0-100) and an ``HTML`` label in one ``VBox`` (``widget``), updated in
-    place. Staging moves the bar through 5-80 by Spark's tasks, publishing through 80-97."""
+    """A push's progress as an ``IntProgress`` (0-100) and an ``HTML`` label in one ``VBox``
+    (``widget``), updated in place: what a push shows by default in a notebook. Staging moves the
+    bar through 5-80 by Spark's tasks, publishing through 80-97. Pass one as ``progress=`` to
+    place the bar yourself (the panels embed ``widget``).
+
+    Example:
+        >>> bar = om.WidgetProgress()
+        >>> display(bar.widget)
+        >>> db.push(df, table="sales.orders", progress=bar)
+    """
 
     def __init__(self) -> None:
         import ipywidgets as w
@@ -217,6 +226,7 @@ class WidgetProgress:
         self.events: list[ProgressEvent] = []
 
     def show(self) -> None:
+        """Display the bar in the running notebook (a push's default bar shows itself)."""
         from IPython.display import display
 
         display(self.widget)  # type: ignore[no-untyped-call]

@@ -86,6 +86,22 @@ def parse_table(table: str) -> tuple[str | None, str]:
     return schema, name
 
 
+def check_table_name(table: str) -> str:
+    """``table`` as every call takes it, ``"name"`` or ``"schema.name"``, checked by the naming rule
+    and NFC-normalised: what a push would write, before anything is written.
+
+    Raises:
+        InvalidNameError: the name breaks the rule; the message names the part, what is wrong and
+            a name that would work.
+
+    Example:
+        >>> om.check_table_name("sales.orders")
+        'sales.orders'
+    """
+    schema, name = parse_table(table)
+    return name if schema is None else f"{schema}.{name}"
+
+
 def check_name(value: str, *, what: str, whole: str | None = None) -> str:
     """Refuse a schema or table name (one part) that breaks the rule; return it NFC-normalised.
 

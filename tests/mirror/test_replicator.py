@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from openmirror_nb._core.cli import mirror_command
 from openmirror_nb._core.errors import ConfigError, MirrorError
 from openmirror_nb._core.mirror import LocalMirror, MirrorRun
-from openmirror_nb._core.mirror.command import mirror_command
 
 
 def _wait_for(condition, what):

@@ -11,6 +11,7 @@ from openmirror_nb._core.api.monitoring import Monitoring
 from openmirror_nb._core.api.reading import Reading
 from openmirror_nb._core.api.schema import SchemaChanges
 from openmirror_nb._core.api.writing import Writing
+from openmirror_nb._core.errors import ConfigError
 from openmirror_nb._core.model import PartnerInfo
 from openmirror_nb._core.target import LocalTarget, OneLakeTarget, parse_target
 
@@ -28,6 +29,7 @@ def connect(
     credential: Any = None,
     partner: PartnerInfo | None = None,
     lock_timeout: float = 600.0,
+    create: bool = True,
 ) -> MirroredDatabase:
     """Open a mirrored database.
 
@@ -41,6 +43,9 @@ def connect(
             reads OneLake raises ``CredentialError`` if no token is obtained or it is refused.
         partner: What ``_partnerEvents.json`` says about the publisher.
         lock_timeout: Seconds a push waits for another writer of the same table.
+        create: For a local folder, create the database when it is missing. ``False`` raises
+            ``ConfigError`` instead: a mistyped path in a scheduled job must not read as a new,
+            empty and healthy database. OneLake databases are never created here.
 
     Example:
         >>> db = om.connect()
@@ -49,6 +54,11 @@ def connect(
 
     parsed = parse_target(target)
     if isinstance(parsed, LocalTarget):
+        if not create and not parsed.landing_zone.is_dir():
+            raise ConfigError(
+                f"No mirrored database at {parsed.root} (it has no Files/LandingZone); check the "
+                "path, or connect with create=True to make one."
+            )
         for folder in (parsed.landing_zone, parsed.monitoring, parsed.tables):
             folder.mkdir(parents=True, exist_ok=True)
     storage = open_storage(parsed, credential=credential)

@@ -1,7 +1,7 @@
-"""Choosing key columns before a first push: which frames can be pushed (``list_sources``), what
-they hold (``source_preview``), which columns identify a row (``suggest_keys``) and how well the
-chosen ones do (``profile_keys``). Everything is counted on Spark; only aggregates and a few rows
-come back. The onboarding panel lays these out; they work as well without it.
+"""Choosing key columns before a first push: which columns identify a row (``suggest_keys``) and
+how well the chosen ones do (``profile_keys``). Everything is counted on Spark; only aggregates
+and a few duplicated keys come back. The onboarding panel lays these out; they work as well
+without it.
 """
 
 from __future__ import annotations
@@ -13,33 +13,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import KeyColumnsError, did_you_mean
-from openmirror_nb._core.keys.sources import (
-    TABLE_STYLE,
-    TD_STYLE,
-    TH_STYLE,
-    Source,
-    SourceKind,
-    SourcePreview,
-    list_sources,
-    pandas_to_spark,
-    quote,
-    source_preview,
-)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = [
-    "KeyProfile",
-    "Source",
-    "SourceKind",
-    "SourcePreview",
-    "list_sources",
-    "pandas_to_spark",
-    "profile_keys",
-    "source_preview",
-    "suggest_keys",
-]
+__all__ = ["KeyProfile", "profile_keys", "suggest_keys"]
+
+# Inline styles, as the onboarding panel's own tables have them: a widget's HTML gets no notebook
+# table styling, and its line height is a control's.
+TABLE_STYLE = "border-collapse:collapse;font-size:12px;margin:2px 0"
+TD_STYLE = "padding:1px 14px 1px 0;text-align:left;white-space:nowrap"
+TH_STYLE = f"{TD_STYLE};border-bottom:1px solid #bdbdbd"
+
+
+def quote(name: str) -> str:
+    """A column name as Spark SQL reads it: in backticks, a backtick doubled."""
+    return f"`{name.replace('`', '``')}`"
+
 
 # Types a key can have and that compare exactly; float/double (rounding), binary and complex
 # types are never suggested.

@@ -12,17 +12,22 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from openmirror_nb._core.errors import ConfigError, MirrorError, did_you_mean, preview
+from openmirror_nb import ConfigError, MirrorError
+from openmirror_nb._core.errors import did_you_mean, preview  # the wording every message shares
 from openmirror_nb._core.grammar import push_keywords
 from openmirror_nb._core.magics.parser import PROG, HelpShown, parse
 
 if TYPE_CHECKING:
-    from openmirror_nb._core.api import MirroredDatabase
-    from openmirror_nb._core.mirror import LocalMirror, MirrorRun
-    from openmirror_nb._core.model import DropResult, PushResult
-    from openmirror_nb._core.schema_change import ReseedResult
-    from openmirror_nb._core.status.report import StatusReport
-    from openmirror_nb._core.table_info import TableInfo
+    from openmirror_nb import (
+        DropResult,
+        LocalMirror,
+        MirroredDatabase,
+        MirrorRun,
+        PushResult,
+        ReseedResult,
+        StatusReport,
+        TableInfo,
+    )
     from openmirror_nb.widgets import MonitorPane, Onboarding, SchemaWizard
 
 
@@ -38,7 +43,7 @@ class MagicState:
     def database(self) -> MirroredDatabase:
         """The connected database; the default one (``om.connect()``) until ``connect`` ran."""
         if self.db is None:
-            from openmirror_nb._core.api import connect
+            from openmirror_nb import connect
 
             self.db = connect()
         return self.db
@@ -62,7 +67,7 @@ def run(state: MagicState, line: str, cell: str | None = None) -> object:
 
 def connect(state: MagicState, args: argparse.Namespace) -> MirroredDatabase:
     """``db = om.connect(TARGET)``: later verbs use this database."""
-    from openmirror_nb._core.api import connect
+    from openmirror_nb import connect
 
     state.db = connect(args.target)
     return state.db
@@ -122,7 +127,7 @@ def schema(state: MagicState, args: argparse.Namespace) -> SchemaWizard | Reseed
 
     def say(step: int, what: str, phase: str) -> None:
         if phase == "done":  # one line per step, as the wizard shows them
-            print(f"step {step} of 6: {what}: done", flush=True)
+            print(f"step {step} of {len(plan.steps)}: {what}: done", flush=True)
 
     return db.apply_schema_change(plan, df, confirm=args.confirm, wait=not args.no_wait, on_step=say)
 
@@ -211,7 +216,7 @@ def _cell_frame(sql: str) -> Any:
         raise UsageError(f"%{PROG} push: the cell is empty; write the Spark SQL whose result to push.")
     from pyspark.errors import PySparkException
 
-    from openmirror_nb._core.runtime import get_spark
+    from openmirror_nb import get_spark
 
     try:
         return get_spark().sql(sql)

@@ -5,19 +5,28 @@ and ``uint64`` columns, which ``spark.createDataFrame`` refuses. ``arrow_to_spar
 object speaking the Arrow C stream or array interface (arro3, pyarrow, polars...), casts each
 column to the nearest type Spark reads, and hands Spark a Parquet copy: the rows are never
 turned into Python objects, and the user's session confs are not touched.
+
+A pandas DataFrame goes through Arrow first (``pandas_to_arrow``), as ``db.push`` takes it. Naive
+pandas datetimes are read as UTC instants, as ``spark.createDataFrame`` reads them in a UTC
+session; an Arrow timestamp without a zone stays a wall-clock time (``TIMESTAMP_NTZ``), as Arrow
+defines it. A pandas index is dropped unless it is named: named levels become the first columns,
+as ``df.reset_index()`` makes them.
 """
 
 from __future__ import annotations
 
 import atexit
 import shutil
+import sys
 import tempfile
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import ConfigError, UnsupportedTypeError
+from openmirror_nb._core.errors import ConfigError, OpenMirrorError, UnsupportedTypeError
 
 if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 _FOLDER: list[str] = []
@@ -26,6 +35,8 @@ _FOLDER: list[str] = []
 def arrow_to_spark(data: Any, *, spark: SparkSession | None = None) -> DataFrame:
     """A Spark DataFrame of ``data`` (an Arrow table, record batch reader or anything with
     ``__arrow_c_stream__``), with view, large, unsigned and non-microsecond types made plain.
+    A pandas DataFrame is converted as ``db.push`` converts one (named index levels as leading
+    columns, naive datetimes as UTC), so what a profile or a preview sees is what a push writes.
 
     ``uint64`` becomes ``bigint`` when every value fits, else ``decimal(20,0)``.
 
@@ -54,13 +65,17 @@ def arrow_to_spark(data: Any, *, spark: SparkSession | None = None) -> DataFrame
 def _as_table(data: Any, pa: Any) -> Any:
     if isinstance(data, pa.Table):
         return data
+    pd = sys.modules.get("pandas")  # only a loaded pandas can have made a pandas frame
+    if pd is not None and isinstance(data, pd.DataFrame):
+        return pandas_to_arrow(data)
     if hasattr(data, "__arrow_c_stream__"):
         return pa.RecordBatchReader.from_stream(data).read_all()
     if hasattr(data, "__arrow_c_array__"):
         return pa.table(data)
     raise ConfigError(
         f"arrow_to_spark takes Arrow data (a pyarrow Table, a RecordBatchReader, deltalake's "
-        f"load_cdf()), not {type(data).__name__}; pass a Spark DataFrame to push directly."
+        f"load_cdf()) or a pandas DataFrame, not {type(data).__name__}; pass a Spark DataFrame "
+        "to push directly."
     )
 
 
@@ -117,3 +132,54 @@ def _scratch() -> str:
         _FOLDER.append(tempfile.mkdtemp(prefix="openmirror-arrow-"))
         atexit.register(shutil.rmtree, _FOLDER[0], True)
     return _FOLDER[0]
+
+
+def pandas_to_arrow(frame: pd.DataFrame) -> pa.Table:
+    """``frame`` as an Arrow table: named index levels as leading columns, naive datetimes UTC."""
+    import pyarrow as pa
+
+    named = [n for n in frame.index.names if n is not None]
+    if named:
+        clash = [n for n in named if n in frame.columns]
+        if clash:
+            raise ConfigError(
+                f"pandas index level {clash[0]!r} is also a column; rename one, or drop the index "
+                "with df.reset_index(drop=True)."
+            )
+        frame = frame.reset_index(level=named)  # unnamed levels stay in the index, dropped below
+    try:
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+    except (pa.ArrowException, ValueError, TypeError) as exc:
+        raise _conversion_error(frame, exc) from None
+    if not any(_naive(f.type) for f in table.schema):
+        return table
+    return table.cast(
+        pa.schema(
+            [f.with_type(pa.timestamp(f.type.unit, "UTC")) if _naive(f.type) else f for f in table.schema]
+        )
+    )
+
+
+def _naive(kind: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_timestamp(kind) and kind.tz is None
+
+
+def _conversion_error(frame: pd.DataFrame, exc: Exception) -> OpenMirrorError:
+    import pyarrow as pa
+
+    if not frame.columns.is_unique:
+        twice = frame.columns[frame.columns.duplicated()][0]
+        return ConfigError(f"pandas column {twice!r} appears twice; give every column its own name.")
+    for name in frame.columns:
+        try:
+            pa.array(frame[name], from_pandas=True)
+        except (pa.ArrowException, ValueError, TypeError) as column_exc:
+            reason = str(column_exc).splitlines()[0] if str(column_exc) else type(column_exc).__name__
+            return UnsupportedTypeError(
+                f"pandas column {name!r} cannot be read as one type ({reason}); cast it, "
+                f"e.g. df[{name!r}].astype('string')."
+            )
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return UnsupportedTypeError(f"pyarrow cannot read the pandas DataFrame ({first}); cast its columns.")

@@ -19,6 +19,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from openmirror_nb._core.landing_zone.reseed_journal import STEPS
 from openmirror_nb._core.model import DelimitedTextOptions, TableOptions
 
 ChangeKind = Literal[
@@ -86,6 +87,13 @@ class SchemaPlan:
     def needs_reseed(self) -> bool:
         """Whether any change needs the table dropped and reloaded."""
         return any(c.action == "reseed" for c in self.changes)
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The steps of a reseed, in order: ``apply_schema_change``'s ``on_step`` numbers them from
+        1, a ``ReseedError``'s ``step`` names the one that stopped it, and a resumed reseed goes
+        on from there."""
+        return STEPS
 
     @property
     def digest(self) -> str:

@@ -1,21 +1,20 @@
 """The records a ``StatusReport`` (``status.report``) is made of: one ``TableStatus`` per table,
 the replicator's ``ReplicatorStatus`` and, when asked for, a ``Reconciliation`` of row counts.
 
-Records only: they are built in ``status.gather`` and laid out by ``status.render`` (text and
-HTML) and by the ``MonitorPane``.
+Built in ``status.gather``; a ``TableStatus`` draws itself in full (``to_html``: the monitoring
+pane's detail view), with the pieces of ``status.render``.
 """
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Literal, get_args
+from datetime import UTC, datetime
+from typing import Literal, get_args
 
 from openmirror_nb._core.landing_zone.blockers import Blocker, BlockerKind
 from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
-
-if TYPE_CHECKING:
-    pass
+from openmirror_nb._core.status.render import ago, badge, since
 
 # The badge of a table, worst first: the mirror failed it; something stops it (a gap, an empty
 # file, ...); something needs tidying but does not stop it; files wait; all replicated; the mirror
@@ -161,6 +160,23 @@ class TableStatus:
         lines += list(self.notes)
         return tuple(lines)
 
+    @property
+    def rows_text(self) -> str:
+        """Rows of the mirrored table when counted, else what the mirror processed, as text."""
+        if self.mirrored_rows is not None:
+            return f"{self.mirrored_rows:,}"
+        if self.processed_rows is not None:
+            return f"{self.processed_rows:,} processed"
+        return "-"
+
+    def to_html(self, *, now: datetime | None = None) -> str:
+        """The table in full: its counts, error, what to do and its pending files (the first 50),
+        times relative to ``now`` (default: the present; a report passes when it was taken)."""
+        return _detail_html(self, now or datetime.now(UTC))
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
     def row(self) -> dict[str, object]:
         """The table's line of ``StatusReport.to_pandas()``."""
         recon = self.reconciliation
@@ -195,3 +211,46 @@ class ReplicatorStatus:
     error_code: str = ""
     error: str = ""
     source: str = ""
+
+    @property
+    def summary(self) -> str:
+        """One line: ``replicator Running, heartbeat 12 s ago`` and the error, if any."""
+        beat = f", heartbeat {ago(self.heartbeat_age)} ago" if self.heartbeat_age is not None else ""
+        error = f"; {self.error_code or 'error'}: {self.error}" if self.error else ""
+        return f"replicator {self.status}{beat}{error}"
+
+
+def _detail_html(t: TableStatus, now: datetime) -> str:
+    facts = [
+        ("status", t.status),
+        ("folder", t.folder or "(deleted)"),
+        ("last sequence", str(t.last_sequence)),
+        ("processed files", f"{t.processed_files:,}"),
+        ("ready to delete", f"{t.ready_to_delete:,}"),
+        ("rows", t.rows_text),
+        ("key-state rows", "-" if t.state_rows is None else f"{t.state_rows:,}"),
+        ("last push", since(t.last_push, now)),
+        ("last sync", since(t.last_sync, now)),
+    ]
+    if t.error:
+        facts.append(("error", f"{t.error_code}: {t.error}" if t.error_code else t.error))
+    if t.reconciliation is not None:
+        facts.append(("row counts", t.reconciliation.message))
+    cells = "".join(
+        f"<tr><th style='text-align:left;white-space:nowrap;padding-right:1em'>{html.escape(k)}</th>"
+        f"<td>{html.escape(v)}</td></tr>"
+        for k, v in facts
+    )
+    files = "".join(
+        f"<tr><td><code>{html.escape(f.name)}</code></td><td style='text-align:right'>{f.size:,} B</td>"
+        f"<td>{ago(max(0.0, now.timestamp() - f.mtime))} ago</td></tr>"
+        for f in t.pending[:50]
+    )
+    more = f"<div>... and {len(t.pending) - 50:,} more</div>" if len(t.pending) > 50 else ""
+    pending = f"<b>Pending files</b><table>{files}</table>{more}" if files else "<i>No pending files.</i>"
+    problems = "".join(f"<li>{html.escape(line)}</li>" for line in t.advice)
+    return (
+        f"<div class='om-detail' data-table='{html.escape(t.table)}'>{badge(t.health)} "
+        f"<b>{html.escape(t.table)}</b>"
+        f"<table>{cells}</table>{f'<ul>{problems}</ul>' if problems else ''}{pending}</div>"
+    )

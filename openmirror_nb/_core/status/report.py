@@ -1,18 +1,18 @@
 """``StatusReport``, what ``db.status()`` returns, and how it reads: plain text like
-``git status``, HTML with a coloured badge per table (the ``MonitorPane`` reuses its grid), and
-JSON for ``openmirror status --json``. Built in ``status.gather``.
+``git status``, HTML with a coloured badge per table (the ``MonitorPane`` shows its header and
+grid), and JSON for ``openmirror status --json``. Built in ``status.gather``.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.status.records import COLUMNS, HEALTH_ORDER, Health, ReplicatorStatus, TableStatus
-from openmirror_nb._core.status.render import BADGE_COLOURS, ago, badge, rows_text, since
+from openmirror_nb._core.status.render import BADGE_COLOURS, ago, badge, since, sparkline_svg
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,8 +48,33 @@ class StatusReport:
 
     @property
     def needs_attention(self) -> tuple[TableStatus, ...]:
-        """The tables that are failed or blocked (what a scheduled job alerts on)."""
-        return tuple(t for t in self.tables if t.health in ("failed", "blocked"))
+        """The tables that are failed or blocked (what a scheduled job alerts on), failed ones
+        first, each kind in table order."""
+        return tuple(
+            sorted(
+                (t for t in self.tables if t.health in ("failed", "blocked")),
+                key=lambda t: HEALTH_ORDER.index(t.health),
+            )
+        )
+
+    @property
+    def summary(self) -> str:
+        """One line: how many tables, and how many of each badge, worst first."""
+        return summary_line(self)
+
+    def header_html(self) -> str:
+        """The database, a badge of the worst health with the summary, and the replicator's line
+        (the first line of the HTML the report shows, and the monitoring pane's header)."""
+        return (
+            f"<b>Mirrored database</b> <code>{html.escape(self.target)}</code> "
+            f"{badge(self.health, self.summary)} <span>{html.escape(self.replicator.summary)}</span>"
+        )
+
+    def grid_html(self, *, trend: Mapping[str, Sequence[int]] | None = None) -> str:
+        """The status grid, one row per table with what to do under a problem; ``trend`` (pending
+        files over time, per table) adds a ``pending over time`` column of sparklines."""
+        lines = None if trend is None else {name: sparkline_svg(list(v)) for name, v in trend.items()}
+        return grid_html(self, trend=lines)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per table with the columns of ``COLUMNS``."""
@@ -71,13 +96,6 @@ class StatusReport:
         return as_html(self)
 
 
-def replicator_line(report: StatusReport) -> str:
-    rep = report.replicator
-    beat = f", heartbeat {ago(rep.heartbeat_age)} ago" if rep.heartbeat_age is not None else ""
-    error = f"; {rep.error_code or 'error'}: {rep.error}" if rep.error else ""
-    return f"replicator {rep.status}{beat}{error}"
-
-
 def summary_line(report: StatusReport) -> str:
     counts: dict[str, int] = {}
     for t in report.tables:
@@ -92,13 +110,13 @@ def _detail(t: TableStatus, now: datetime) -> str:
         return t.advice[0] if t.advice else t.status
     if t.pending:
         return f"{len(t.pending):,} pending, oldest waiting {ago(t.lag_seconds)}"
-    return f"{t.processed_files:,} processed, {rows_text(t)} rows, synced {since(t.last_sync, now)}"
+    return f"{t.processed_files:,} processed, {t.rows_text} rows, synced {since(t.last_sync, now)}"
 
 
 def as_text(report: StatusReport) -> str:
     """The report as ``git status`` would put it: one line per table, the fix under a problem."""
     now = report.taken_at
-    lines = [f"Mirrored database {report.target} ({replicator_line(report)})", summary_line(report), ""]
+    lines = [f"Mirrored database {report.target} ({report.replicator.summary})", summary_line(report), ""]
     width = max((len(t.table) for t in report.tables), default=5)
     for t in report.tables:
         lines.append(f"  {t.health:<8} {t.table:<{width}}  {t.status:<12} {_detail(t, now)}")
@@ -127,7 +145,7 @@ def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = N
             f"<tr class='om-row' data-table='{name}'><td>{badge(t.health)}</td><td><b>{name}</b></td>"
             f"<td>{html.escape(t.status)}</td><td style='text-align:right'>{len(t.pending):,}</td>"
             f"<td style='text-align:right'>{t.processed_files:,}</td>"
-            f"<td>{html.escape(t.failed_file or '')}</td><td style='text-align:right'>{rows_text(t)}</td>"
+            f"<td>{html.escape(t.failed_file or '')}</td><td style='text-align:right'>{t.rows_text}</td>"
             f"<td>{since(t.last_sync, now)}</td><td style='text-align:right'>{ago(t.lag_seconds)}</td>"
             f"{last}</tr>"
         )
@@ -159,11 +177,7 @@ def as_html(report: StatusReport) -> str:
         extra += "<div><b>Not tables:</b> " + "; ".join(html.escape(f) for f in report.foreign) + "</div>"
     if report.notes:
         extra += "<div><i>" + "<br>".join(html.escape(n) for n in report.notes) + "</i></div>"
-    return (
-        f"<div class='om-status'><b>Mirrored database</b> <code>{html.escape(report.target)}</code> "
-        f"{badge(report.health, summary_line(report))} <span>{html.escape(replicator_line(report))}</span>"
-        f"{grid_html(report)}{extra}</div>"
-    )
+    return f"<div class='om-status'>{report.header_html()}{grid_html(report)}{extra}</div>"
 
 
 def as_json(report: StatusReport) -> dict[str, object]:

@@ -23,17 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from openmirror_nb._core.errors import ConfigError, user_line
-from openmirror_nb._core.status.records import HEALTH_ORDER
-from openmirror_nb._core.status.render import badge, sparkline_svg
-from openmirror_nb._core.status.render import table_detail_html as detail_html
-from openmirror_nb._core.status.report import grid_html, replicator_line, summary_line
+from openmirror_nb import ConfigError
+from openmirror_nb._core.errors import user_line  # the one line a user sees of an exception
 from openmirror_nb._core.widgets.panel import Panel
 
 if TYPE_CHECKING:
-    from openmirror_nb._core.api import MirroredDatabase
-    from openmirror_nb._core.mirror import LocalMirror
-    from openmirror_nb._core.status.report import StatusReport
+    from openmirror_nb import LocalMirror, MirroredDatabase, StatusReport
 
 HISTORY = 60  # refreshes kept per table for the sparkline
 _LIVE: weakref.WeakSet[MonitorPane] = weakref.WeakSet()
@@ -243,17 +238,12 @@ class MonitorPane(Panel):
 
     def _render(self, report: StatusReport) -> None:
         with self._quiet():
-            self.header.value = (
-                f"<b>Mirrored database</b> <code>{html.escape(report.target)}</code> "
-                f"{badge(report.health, summary_line(report))} {html.escape(replicator_line(report))}"
-            )
-            trend = {name: sparkline_svg(list(values)) for name, values in self._history.items()}
+            self.header.value = report.header_html()
             notes = "".join(f"<div><i>{html.escape(n)}</i></div>" for n in (*report.foreign, *report.notes))
-            self.grid.value = grid_html(report, trend=trend) + notes
+            self.grid.value = report.grid_html(trend=self._history) + notes
             names = [t.table for t in report.tables]
             keep = self.table_picker.value if self.table_picker.value in names else None
-            ranked = sorted(report.tables, key=lambda t: HEALTH_ORDER.index(t.health))
-            worst = ranked[0].table if ranked and ranked[0].health in ("failed", "blocked") else None
+            worst = report.needs_attention[0].table if report.needs_attention else None
             self.table_picker.options = names
             self.table_picker.value = keep or worst or (names[0] if names else None)
         self._render_detail(report)
@@ -261,7 +251,7 @@ class MonitorPane(Panel):
     def _render_detail(self, report: StatusReport) -> None:
         chosen = self.table_picker.value
         found = next((t for t in report.tables if t.table == chosen), None)
-        self.detail.value = detail_html(found, report.taken_at) if found else "<i>No tables yet.</i>"
+        self.detail.value = found.to_html(now=report.taken_at) if found else "<i>No tables yet.</i>"
 
     def _activity(self) -> str:
         parts = []

@@ -4,7 +4,8 @@ One ``VBox`` of Fabric-supported widgets only (no ``Output``): pick a source (na
 temp views, catalog tables) and see its rows; name the target table (``TargetTable``, checked as
 typed); choose key columns from suggestions, with a live profile of them; set the file options
 (``PushOptions``); push, with the push's progress bar inside the panel and its ``PushResult`` at
-the end. Counting is done by ``openmirror_nb._core.keys``; errors show as one line in the status line.
+the end. Counting is done by ``om.suggest_keys`` and ``om.profile_keys``; errors show as one
+line in the status line.
 """
 
 from __future__ import annotations
@@ -15,25 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from openmirror_nb._core.keys import (
-    KeyProfile,
-    Source,
-    SourcePreview,
-    list_sources,
-    profile_keys,
-    source_preview,
-)
-from openmirror_nb._core.keys import suggest_keys as suggest
-from openmirror_nb._core.model import PushResult
-from openmirror_nb._core.progress import WidgetProgress
+from openmirror_nb import KeyProfile, PushResult, WidgetProgress, profile_keys
+from openmirror_nb import suggest_keys as suggest
 from openmirror_nb._core.widgets.panel import Panel
 from openmirror_nb._core.widgets.push_options import PushOptions
+from openmirror_nb._core.widgets.sources import Source, SourcePreview, list_sources, source_preview
 from openmirror_nb._core.widgets.target_table import TargetTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from openmirror_nb._core.api import MirroredDatabase
+    from openmirror_nb import MirroredDatabase
 
 _WIDE = {"description_width": "initial"}
 _NO_SOURCE = ("(pick a source)", "")  # "" rather than None: a Dropdown shows nothing for None
@@ -48,7 +41,8 @@ class Onboarding(Panel):
             the notebook's); default the running IPython's namespace, else none.
         spark: The session for views, tables and pandas conversion (default ``get_spark()``).
         push: Called to push (default ``db.push``); tests inject their own.
-        sources: Called to list the sources (default ``keys.list_sources(namespace, spark)``).
+        sources: Called to list the sources (default: the namespace's frames, then the catalog's
+            views and tables).
 
     Example:
         >>> om.widgets.Onboarding(db)

@@ -14,10 +14,16 @@ from typing import Any
 
 import ipywidgets as w
 
-from openmirror_nb._core.errors import OpenMirrorError, scrub, user_line
+from openmirror_nb import OpenMirrorError
+from openmirror_nb._core.errors import scrub, user_line  # the one line a user sees, secrets removed
 
 log = logging.getLogger("openmirror_nb.widgets")
 RED = "#c62828"
+# Inline table styles (the key profile's HTML, which the panel shows too, uses the same): a widget's
+# HTML gets no notebook table styling, and its line height is a control's.
+TABLE_STYLE = "border-collapse:collapse;font-size:12px;margin:2px 0"
+TD_STYLE = "padding:1px 14px 1px 0;text-align:left;white-space:nowrap"
+TH_STYLE = f"{TD_STYLE};border-bottom:1px solid #bdbdbd"
 
 
 class Panel(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints

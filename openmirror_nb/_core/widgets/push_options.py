@@ -3,11 +3,11 @@ file, update marker) with ``db.push``'s defaults. The onboarding panel embeds it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import ipywidgets as w
 
-from openmirror_nb._core.model import DEFAULT_ROWS_PER_FILE, TableOptions
+from openmirror_nb import DEFAULT_ROWS_PER_FILE, Compression, FileFormat, TableOptions
 
 _WIDE = {"description_width": "initial"}
 
@@ -19,11 +19,11 @@ class PushOptions(w.HBox):  # type: ignore[misc]  # ipywidgets ships no type hin
     def __init__(self) -> None:
         narrow = w.Layout(width="190px")
         self.format_picker = w.Dropdown(
-            description="Format", options=["parquet", "csv", "tsv", "psv"], style=_WIDE, layout=narrow
+            description="Format", options=list(get_args(FileFormat)), style=_WIDE, layout=narrow
         )
         self.compression_picker = w.Dropdown(
             description="Compression",
-            options=["none", "snappy", "gzip", "zstd"],
+            options=list(get_args(Compression)),
             value="snappy",
             style=_WIDE,
             layout=narrow,

@@ -17,16 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from openmirror_nb._core.errors import ReseedError
-from openmirror_nb._core.landing_zone.reseed_journal import STEPS
-from openmirror_nb._core.progress import ProgressEvent, WidgetProgress
+from openmirror_nb import ProgressEvent, ReseedError, WidgetProgress
 from openmirror_nb._core.widgets.panel import RED, Panel
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from openmirror_nb._core.api import MirroredDatabase
-    from openmirror_nb._core.schema_change import ReseedResult, SchemaPlan
+    from openmirror_nb import MirroredDatabase, ReseedResult, SchemaPlan
 
 GREEN, GREY, BLUE = "#2e7d32", "#757575", "#1565c0"
 _PHASE_COLOURS = {"running": BLUE, "done": GREEN, "done earlier": GREEN, "failed": RED}
@@ -190,7 +187,7 @@ class SchemaWizard(Panel):
         if result.reseeded:
             # steps this call did not report were done by an earlier call (a resumed reseed), or,
             # without waiting, are left to the mirror
-            for k in range(1, len(STEPS) + 1):
+            for k in range(1, len(self._steps) + 1):
                 if self._phases.get(k) != "done":
                     waited = k <= 4 or result.mirrored_rows is not None
                     self._phases[k] = "done earlier" if waited else "not waited for"
@@ -213,7 +210,8 @@ class SchemaWizard(Panel):
                     self._phases[k] = "done earlier"
             self._phases[step] = "failed"
         self._failure = (step, reason, resumable)
-        where = f"Step {step} of {len(STEPS)} ({STEPS[step - 1]}) failed" if step else "Failed"
+        steps = self._steps
+        where = f"Step {step} of {len(steps)} ({steps[step - 1]}) failed" if step else "Failed"
         then = (
             "Resume continues the reseed from this step, with the same plan and DataFrame."
             if resumable
@@ -255,17 +253,22 @@ class SchemaWizard(Panel):
 
     def _steps_html(self) -> str:
         lines = []
-        for k, what in enumerate(STEPS, start=1):
+        for k, what in enumerate(self._steps, start=1):
             phase = self._phases.get(k, "to do")
             colour = _PHASE_COLOURS.get(phase, GREY)
             slug = phase.replace(" ", "-")
-            text = html.escape(f"step {k} of {len(STEPS)}: {what} — {phase}")
+            text = html.escape(f"step {k} of {len(self._steps)}: {what} — {phase}")
             if phase in ("running", "failed"):
                 text = f"<b>{text}</b>"
             lines.append(f"<li class='om-step om-step-{slug}' style='color:{colour}'>{text}</li>")
         # widget HTML inherits the 28 px line-height of a widget row: six steps need less
         style = "list-style:none;padding-left:4px;margin:4px 0;line-height:1.6"
         return f"<ul class='om-steps' style='{style}'>{''.join(lines)}</ul>"
+
+    @property
+    def _steps(self) -> tuple[str, ...]:
+        """The reseed's steps as the plan names them (none before there is a plan)."""
+        return self._plan.steps if self._plan is not None else ()
 
     def _confirmed(self) -> bool:
         plan = self._plan

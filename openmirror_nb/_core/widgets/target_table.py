@@ -1,5 +1,5 @@
 """``TargetTable``: the table a push goes to, as one row of widgets: an existing table picked from
-the database's list, or a schema and name typed and checked as typed (``TableRef.parse``: reserved
+the database's list, or a schema and name typed and checked as typed (``om.check_table_name``: reserved
 ``_`` names, path separators, ``..``). The onboarding panel embeds it."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from openmirror_nb._core.model import TableRef
+from openmirror_nb import check_table_name
 from openmirror_nb._core.widgets.panel import Panel
 
 if TYPE_CHECKING:
-    from openmirror_nb._core.table_info import TableInfo
+    from openmirror_nb import TableInfo
 
 _WIDE = {"description_width": "initial"}
 # "" rather than None: a Dropdown shows nothing at all for the value None
@@ -89,7 +89,7 @@ class TargetTable(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
         self._table = self._info = self._error = None
         try:
             if name or schema:
-                self._table = str(TableRef.parse(f"{schema}.{name}" if schema else name))
+                self._table = check_table_name(f"{schema}.{name}" if schema else name)
             if self._table is not None and self._table in self._tables:
                 self._info = self._describe(self._table)
         except Exception as exc:  # one line here; a foreign error's traceback goes to the log
@@ -106,8 +106,9 @@ class TargetTable(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hin
     def _on_pick(self, change: dict[str, Any]) -> None:
         if self._rendering:
             return
-        ref = TableRef.parse(change["new"]) if change["new"] else None
-        self._set(*((ref.schema or "", ref.name) if ref else ("", "")))  # "new table": a name to type
+        # a listed name is already checked: "schema.name" or "name"; "" is "new table", a name to type
+        schema, _, name = check_table_name(change["new"]).rpartition(".") if change["new"] else ("", "", "")
+        self._set(schema, name)
         self.resolve()
 
     def _on_name(self, change: dict[str, Any]) -> None:

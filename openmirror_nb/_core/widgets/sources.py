@@ -1,5 +1,6 @@
-"""What a notebook can push: its Spark and pandas DataFrames, temp views and catalog tables
-(``list_sources``), and what one holds (``source_preview``: rows, columns, the first rows)."""
+"""What the onboarding panel offers to push: the notebook's Spark and pandas DataFrames, temp views
+and catalog tables (``list_sources``), and what one holds (``source_preview``: rows, columns, the
+first rows)."""
 
 from __future__ import annotations
 
@@ -12,17 +13,15 @@ from decimal import Decimal
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
-from openmirror_nb._core.errors import ConfigError, OpenMirrorError, user_line
+from openmirror_nb import ConfigError, OpenMirrorError
+from openmirror_nb._core.errors import user_line  # the one line a user sees of an exception
+from openmirror_nb._core.widgets.panel import TABLE_STYLE, TD_STYLE, TH_STYLE
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 SourceKind = Literal["spark", "pandas", "view", "table"]
 _CELL = 60  # characters of a preview cell
-# Inline styles: a widget's HTML gets no notebook table styling, and its line height is a control's.
-TABLE_STYLE = "border-collapse:collapse;font-size:12px;margin:2px 0"
-TD_STYLE = "padding:1px 14px 1px 0;text-align:left;white-space:nowrap"
-TH_STYLE = f"{TD_STYLE};border-bottom:1px solid #bdbdbd"
 _RIGHT = ";text-align:right"
 _NUMERIC = re.compile(r"(tinyint|smallint|int|bigint|float|double|decimal)\b")
 
@@ -110,7 +109,7 @@ def list_sources(namespace: Mapping[str, Any], spark: SparkSession | None = None
         ['orders (Spark DataFrame)', 'customers (pandas)', 'events (view)']
     """
     if spark is None:
-        from openmirror_nb._core.runtime import get_spark
+        from openmirror_nb import get_spark
 
         spark = get_spark()
     frames = sorted(
@@ -118,7 +117,7 @@ def list_sources(namespace: Mapping[str, Any], spark: SparkSession | None = None
     )
     found = [Source(name, "spark", partial(_same, obj)) for name, obj in frames if _is_spark(obj)]
     found += [
-        Source(name, "pandas", partial(pandas_to_spark, obj, spark))
+        Source(name, "pandas", partial(_pandas_to_spark, obj, spark))
         for name, obj in frames
         if _is_pandas(obj)
     ]
@@ -155,18 +154,17 @@ def _is_pandas(obj: Any) -> bool:
     return pd is not None and isinstance(obj, pd.DataFrame)
 
 
-def pandas_to_spark(pdf: Any, spark: SparkSession | None = None) -> DataFrame:
+def _pandas_to_spark(pdf: Any, spark: SparkSession) -> DataFrame:
     """A pandas DataFrame as a Spark one, converted as ``db.push`` converts it (so a profile and
     the push see the same columns and types)."""
-    from openmirror_nb._core.pipeline.arrow_input import arrow_to_spark
-    from openmirror_nb._core.pipeline.frame_input import pandas_to_arrow
+    from openmirror_nb import arrow_to_spark
 
-    return arrow_to_spark(pandas_to_arrow(pdf), spark=spark)
+    return arrow_to_spark(pdf, spark=spark)
 
 
-def quote(name: str) -> str:
+def _quote(name: str) -> str:
     return f"`{name.replace('`', '``')}`"
 
 
 def _qualified(parts: tuple[str, ...]) -> str:
-    return ".".join(quote(part) for part in parts)
+    return ".".join(_quote(part) for part in parts)
