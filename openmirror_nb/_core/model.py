@@ -151,7 +151,7 @@ class PushResult:
         seconds: Wall time of the push.
         files: Landing-zone paths of the published files.
         removed: Internals the push removed before it started: staging and key state of pushes
-            that died before their journal, or of an ended life of the table (see ``db.drop``).
+            that died before their journal, or of an ended incarnation of the table (see ``db.drop``).
     """
 
     table: str
@@ -216,7 +216,7 @@ class DropResult:
     Attributes:
         table: The table dropped.
         existed: Its folder was there.
-        incarnation: The life of the table it ended (``None`` if not pushed by this tool).
+        incarnation: The incarnation of the table it ended (``None`` if not pushed by this tool).
         data_files: Data files the folder held (with its cleanup folders).
         removed: Landing-zone paths removed, the table folder first.
         waited: Seconds waited until the mirror no longer listed the table (``None``: not asked).

@@ -60,9 +60,12 @@ class TableInfo:
         last_sequence: The largest sequence number published (listing of the folder).
         base_rows: Keys in the key state's last base (``None`` if unknown).
         changed_keys: Keys touched by the pushes since that base, at most (``None`` if unknown).
-        pushes: Pushes committed by this tool in this life of the table.
+        state_rows: Keys in the key state when exactly known (no push since its base), else
+            ``None``: what ``db.status()`` shows too.
+        pushes: Pushes committed by this tool in this incarnation of the table.
         pushes_since_base: Pushes whose key state is a delta on the last base.
-        incarnation: The id of this life of the table (``None`` if this tool never pushed to it).
+        incarnation: The id of this incarnation of the table: a drop and a new initial load
+            start another (``None`` if this tool never pushed to it).
         created: When the initial load was decided; ``last_push``: the last push.
         source: The Delta table ``db.sync_delta`` follows, and ``source_version`` the version held.
     """
@@ -82,11 +85,7 @@ class TableInfo:
     last_push: datetime | None
     source: str | None = None
     source_version: int | None = None
-
-    @property
-    def state_rows(self) -> int | None:
-        """Rows in the key state when exactly known (no pushes since its base), else ``None``."""
-        return self.base_rows if self.changed_keys == 0 else None
+    state_rows: int | None = None
 
     @property
     def ddl(self) -> str:
@@ -176,6 +175,7 @@ def describe(home: TableFolder, *, known: Callable[[], list[str]]) -> TableInfo:
         last_sequence=max(home.last_sequence_number(), state.last_sequence_number if state else 0),
         base_rows=state.base_rows if state else None,
         changed_keys=state.delta_rows if state else None,
+        state_rows=state.exact_rows if state else None,
         pushes=state.pushes if state else 0,
         pushes_since_base=state.pushes_since_base if state else 0,
         incarnation=state.incarnation if state else None,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import KeyColumnsError, did_you_mean
+from openmirror_nb._core.pipeline.normalize import check_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -124,7 +124,8 @@ def profile_keys(df: DataFrame, keys: Sequence[str], *, examples: int = 5) -> Ke
     ``examples`` of them); nothing but counts and those values reaches the driver.
 
     Raises:
-        KeyColumnsError: no keys, a key named twice, or a key that is not a column of ``df``.
+        KeyColumnsError: no keys, a key named twice, a key that is not a column of ``df``, or
+            one whose type cannot be a key (the checks a push makes).
 
     Example:
         >>> profile_keys(df, ["order_id"]).unique
@@ -133,7 +134,7 @@ def profile_keys(df: DataFrame, keys: Sequence[str], *, examples: int = 5) -> Ke
     from pyspark.sql import functions as F
 
     keys = tuple(keys)
-    _check_keys(df, keys)
+    check_keys(df, keys)  # what a push would refuse, refused here in the same words
     cols = [F.col(quote(k)) for k in keys]
     has_null = F.lit(False)
     for c in cols:
@@ -219,16 +220,3 @@ def suggest_keys(
     assert counted is not None
     found: list[tuple[str, ...]] = [pair for i, pair in enumerate(pairs) if counted[f"p{i}"] == rows]
     return found[:limit]
-
-
-def _check_keys(df: DataFrame, keys: tuple[str, ...]) -> None:
-    if not keys:
-        raise KeyColumnsError("No key columns given; choose the columns that identify a row, e.g. ['id'].")
-    if len(set(keys)) != len(keys):
-        raise KeyColumnsError(f"Key columns {list(keys)} repeat a column; list each key column once.")
-    missing = [k for k in keys if k not in df.columns]
-    if missing:
-        raise KeyColumnsError(
-            f"Key column {missing[0]!r} is not in the DataFrame (columns: {', '.join(df.columns)})."
-            + did_you_mean(missing[0], df.columns)
-        )

@@ -1,5 +1,5 @@
 """The landing zone as one model: names, metadata, table discovery, the home of each table
-(``TableFolder``), the publish protocol, the life of a table's internals and ``scan``.
+(``TableFolder``), the publish protocol, the incarnation of a table's internals and ``scan``.
 
 The publisher and status read the landing zone through this package, over any ``Storage`` (local
 folder or OneLake). The local mirror takes its names and metadata rules from here too, but lists

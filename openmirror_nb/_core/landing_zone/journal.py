@@ -19,8 +19,8 @@ class Journal:
     """One decided push of one table.
 
     Attributes:
-        incarnation: The table life the push belongs to (see ``TableFolder``); a journal of
-            another life is never rolled forward. ``None`` only in journals of older versions.
+        incarnation: The table incarnation the push belongs to (see ``TableFolder``); a journal of
+            another incarnation is never rolled forward. ``None`` only in journals of older versions.
         metadata: The ``_metadata.json`` this push creates (its initial load), else ``None``.
     """
 

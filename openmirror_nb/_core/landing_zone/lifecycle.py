@@ -1,11 +1,11 @@
-"""The life of a table's internals: settle what earlier operations left, and drop a table.
+"""The lifecycle of a table's internals: settle what earlier operations left, and drop a table.
 
 Both run under the table lock. ``settle`` is what every operation on a table does first: roll
-forward a decided push of the table's current life, and remove (and report) everything else a
-dead push, an ended life or an unfinished drop left behind. ``drop`` ends the life: it moves the
+forward a decided push of the table's current incarnation, and remove (and report) everything else a
+dead push, an ended incarnation or an unfinished drop left behind. ``drop`` ends the incarnation: it moves the
 whole table folder to the trash in one atomic step, then deletes it, so a crash at any point
 leaves either the table as it was or a trash folder the next operation removes; nothing of the
-dropped life can be published again (design §4).
+dropped incarnation can be published again (design §4).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Settled:
 
     Attributes:
         rolled_forward: The interrupted push it finished, if any.
-        removed: Paths it removed: internals of dead pushes, of ended lives, unfinished drops.
+        removed: Paths it removed: internals of dead pushes, of ended incarnations, unfinished drops.
     """
 
     rolled_forward: Journal | None = None
@@ -82,7 +82,7 @@ def _prune_root(home: TableFolder) -> None:
 
 
 def _discard(home: TableFolder, journal: Journal) -> list[str]:
-    """A journal of another life: its staged files and key state go, nothing is published."""
+    """A journal of another incarnation: its staged files and key state go, nothing is published."""
     removed = []
     for path in (journal.staging, _keystate_of(journal)):
         if path and home.storage.exists(path):
@@ -122,7 +122,7 @@ class Dropped:
 
     Attributes:
         existed: The table folder was there.
-        incarnation: The life it ended, if the folder had push state.
+        incarnation: The incarnation it ended, if the folder had push state.
         data_files: Data files in the folder and its cleanup folders when it went.
         removed: Paths removed: the table folder, then leftovers of earlier operations.
     """

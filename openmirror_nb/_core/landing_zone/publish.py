@@ -109,7 +109,7 @@ def roll_forward(
 
     When ``recovering``, a part may already have been published (and even processed and moved
     by the service) before the crash: it is recognised by its bytes and not published again.
-    The caller has checked that the journal belongs to the table's life (``journal_belongs``).
+    The caller has checked that the journal belongs to the table's incarnation (``journal_belongs``).
     ``path``: where the journal is kept (default the table's; an older version's at the root).
     """
     storage, path = home.storage, path or home.journal_path

@@ -31,7 +31,7 @@ class PushState:
         delta_rows: Rows in ``deltas`` (keys touched, at most); ``None`` as for ``base_rows``.
         buckets: The hash-bucket count ``base`` is laid out in (see ``pipeline.buckets``);
             ``None`` when it is not, which reads it plainly.
-        incarnation: The id of this life of the table, from its initial load to the deletion of
+        incarnation: The id of this incarnation of the table, from its initial load to the deletion of
             its folder (``None`` in states written before incarnations existed).
         created: When the initial load was decided (epoch seconds), if known.
         last_push: When the last push was decided (epoch seconds), if known.
@@ -68,6 +68,12 @@ class PushState:
         if self.base_rows is None or self.delta_rows is None:
             return None
         return self.base_rows + self.delta_rows
+
+    @property
+    def exact_rows(self) -> int | None:
+        """Keys held by the key state when exactly known: right after a new base, before any
+        delta (what ``describe`` and ``status`` show as the table's key-state rows)."""
+        return self.base_rows if self.delta_rows == 0 else None
 
     @property
     def key_state(self) -> list[str]:

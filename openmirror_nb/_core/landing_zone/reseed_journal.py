@@ -39,8 +39,8 @@ class ReseedJournal:
         plan: The plan's digest (table, keys, schema): only the same plan continues it.
         done: How many of ``STEPS`` are done.
         started: When it began (epoch seconds).
-        incarnation_before: The life of the table it ends (``None`` if unknown).
-        incarnation_after: The life the reload began, once it is in.
+        incarnation_before: The incarnation of the table it ends (``None`` if unknown).
+        incarnation_after: The incarnation the reload began, once it is in.
         rows: Rows the reload publishes (what the verification expects).
         plan_doc: The whole plan, so that it can be made again once the table is gone.
     """

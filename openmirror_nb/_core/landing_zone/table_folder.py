@@ -13,7 +13,7 @@ it while the folder goes away, and a lock inside the folder would go with it.
 A table's *incarnation* is its life from one initial load to the deletion of its folder. Its id
 is written in the push state and carried by every journal, staging folder
 (``staging/<incarnation>.<push>``) and key-state snapshot (``keystate/<incarnation>.<push>``),
-so that nothing of an ended life is ever rolled forward, read or published again.
+so that nothing of an ended incarnation is ever rolled forward, read or published again.
 
 Versions before incarnations kept the journal, staging and snapshots at the landing-zone root,
 keyed by table name (``LEGACY_*``); they are still recognised, so that they can be finished or
@@ -190,9 +190,9 @@ class TableFolder:
     def journal_belongs(self, journal: Journal, state: PushState | None) -> bool:
         """May ``journal`` be rolled forward into this folder as it is now?
 
-        Only into the life it was decided in: a later push needs that life's ``_metadata.json``
+        Only into the incarnation it was decided in: a later push needs that incarnation's ``_metadata.json``
         and state; an initial load (which creates the metadata itself) needs no state of
-        another life. A journal without an incarnation (older versions) is rolled forward only
+        another incarnation. A journal without an incarnation (older versions) is rolled forward only
         where the table's ``_metadata.json`` still is.
         """
         if journal.incarnation is None:

@@ -96,7 +96,50 @@ def scan(
     home = TableFolder.of(storage, table)
     blockers: list[Blocker] = []
     listing = storage.list_dir(home.folder)
+    metadata, state = _read_internals(home, blockers)
+    sequential = metadata.sequential if metadata else True
+    extension = metadata.options.extension if metadata else "parquet"
+    in_folder, strays = _split(listing, sequential=sequential, extension=extension)
+    cleanup = {sub: _files(storage.list_dir(f"{home.folder}/{sub}"), sub) for sub in CLEANUP_FOLDERS}
+    moved = [f.sequence for files in cleanup.values() for f in files if f.sequence is not None]
+    last_moved = max(moved, default=0)
+    numbered = sorted((f for f in in_folder if f.sequence is not None), key=lambda f: f.sequence or 0)
+    any_cleanup = bool(moved) or _has_cleanup(listing)
+    if sequential:
+        done = _processed_through(numbered, last_moved, processed_through, any_cleanup=any_cleanup)
+        pending = tuple(f for f in in_folder if f.sequence is None or f.sequence > done)
+    else:  # last-update-time detection: every data file in the folder waits, oldest first
+        done, pending = 0, tuple(sorted(in_folder, key=lambda f: f.mtime))
+    blockers += [Blocker("bad_name", why, name) for name, why in strays]
+    if sequential:
+        blockers += why.gaps([f.sequence or 0 for f in numbered], done, extension, any_cleanup=any_cleanup)
+    blockers += [why.zero_byte(f.name) for f in pending if f.size == 0]
     exists = bool(listing) or home.exists()
+    if exists and metadata is None and in_folder and not any(b.kind == "bad_metadata" for b in blockers):
+        blockers.append(why.no_metadata())
+    lock = home.lock_status()
+    blockers += _lock_blockers(home, lock, stale_lock_after, time.time() if now is None else now)
+    last = max([last_moved, *(f.sequence or 0 for f in numbered), state.last_sequence_number if state else 0])
+    return TableScan(
+        table=str(home.ref),
+        folder=home.folder,
+        exists=exists,
+        metadata=metadata,
+        state=state,
+        pending=pending,
+        newest_processed=next((f for f in numbered if f.sequence == done), None),
+        processed=tuple(cleanup[PROCESSED_FOLDER]),
+        ready_to_delete=tuple(cleanup[CLEANUP_FOLDERS[1]]),
+        last_sequence=last,
+        lock=lock,
+        blockers=tuple(blockers),
+    )
+
+
+def _read_internals(
+    home: TableFolder, blockers: list[Blocker]
+) -> tuple[TableMetadata | None, PushState | None]:
+    """``_metadata.json`` and the push state; one that cannot be read is a blocker, not an error."""
     metadata: TableMetadata | None = None
     try:
         metadata = home.read_metadata()
@@ -107,49 +150,15 @@ def scan(
         state = home.read_state()
     except LandingZoneError as exc:
         blockers.append(Blocker("bad_state", str(exc), home.state_path))
-    sequential = metadata.sequential if metadata else True
-    extension = metadata.options.extension if metadata else "parquet"
-    in_folder, strays = _split(listing, sequential=sequential, extension=extension)
-    cleanup = {sub: _files(storage.list_dir(f"{home.folder}/{sub}"), sub) for sub in CLEANUP_FOLDERS}
-    moved = [f.sequence for files in cleanup.values() for f in files if f.sequence is not None]
-    last_moved = max(moved, default=0)
-    numbered = sorted((f for f in in_folder if f.sequence is not None), key=lambda f: f.sequence or 0)
-    any_cleanup = bool(moved) or _has_cleanup(listing)
-    done = (
-        _processed_through(numbered, last_moved, processed_through, any_cleanup=any_cleanup)
-        if sequential
-        else 0
-    )
-    pending = tuple(f for f in in_folder if f.sequence is None or f.sequence > done) if sequential else ()
-    if not sequential:
-        pending = tuple(sorted(in_folder, key=lambda f: f.mtime))
-    newest = next((f for f in numbered if f.sequence == done), None)
-    blockers += [Blocker("bad_name", why, name) for name, why in strays]
-    if sequential:
-        blockers += why.gaps([f.sequence or 0 for f in numbered], done, extension, any_cleanup=any_cleanup)
-    blockers += [why.zero_byte(f.name) for f in pending if f.size == 0]
-    if exists and metadata is None and in_folder and not any(b.kind == "bad_metadata" for b in blockers):
-        blockers.append(why.no_metadata())
-    lock = home.lock_status()
-    clock = time.time() if now is None else now
-    blockers += why.left_behind(home, lock)
-    if lock.held and lock.since is not None and clock - lock.since > stale_lock_after:
-        blockers.append(why.stale_lock(lock, hours=(clock - lock.since) / 3600))
-    last = max([last_moved, *(f.sequence or 0 for f in numbered), state.last_sequence_number if state else 0])
-    return TableScan(
-        table=str(home.ref),
-        folder=home.folder,
-        exists=exists,
-        metadata=metadata,
-        state=state,
-        pending=pending,
-        newest_processed=newest,
-        processed=tuple(cleanup[PROCESSED_FOLDER]),
-        ready_to_delete=tuple(cleanup[CLEANUP_FOLDERS[1]]),
-        last_sequence=last,
-        lock=lock,
-        blockers=tuple(blockers),
-    )
+    return metadata, state
+
+
+def _lock_blockers(home: TableFolder, lock: LockStatus, stale_after: float, clock: float) -> list[Blocker]:
+    """What dead pushes and drops left behind, and a lock held for longer than ``stale_after``."""
+    found = why.left_behind(home, lock)
+    if lock.held and lock.since is not None and clock - lock.since > stale_after:
+        found.append(why.stale_lock(lock, hours=(clock - lock.since) / 3600))
+    return found
 
 
 def _files(entries: list[Entry], place: str = "") -> list[DataFileInfo]:

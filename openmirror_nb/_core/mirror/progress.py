@@ -29,7 +29,7 @@ def applied_by_folder(root: Path) -> dict[str, Applied]:
     """Per table folder (relative to the landing zone), what the mirror of ``root`` applied.
 
     Folders the mirror has not seen, or that were recreated since (the folder identity rule of
-    ``mirror.state``), are left out: what it applied belonged to another life of the folder.
+    ``mirror.state``), are left out: what it applied belonged to another incarnation of the folder.
 
     Raises:
         MirrorError: the mirror's state file cannot be read.

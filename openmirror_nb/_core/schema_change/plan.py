@@ -229,7 +229,7 @@ def classify(
                 ", ".join(keys_before),
                 ", ".join(keys_after),
                 "reseed",
-                "keyColumns are fixed for the life of a table",
+                "keyColumns are fixed for the incarnation of a table",
             )
         )
     if delimited:

@@ -2,7 +2,7 @@
 wait until the mirror no longer lists the table, load the new data as an initial load, wait until
 the mirror has the table back, verify its row count.
 
-Steps 1-4 run under the table lock, so another writer waits and then finds a new life of the
+Steps 1-4 run under the table lock, so another writer waits and then finds a new incarnation of the
 table (``run_push`` refuses it with a message saying so). Every step is recorded in the reseed
 journal (``landing_zone.reseed_journal``) before the next begins; a crash or a kernel restart
 anywhere leaves the journal, and the same call continues from the step after the last one done.
@@ -224,13 +224,13 @@ def _load(
     journal: ReseedJournal,
     pushed: list[PushResult],
 ) -> ReseedJournal:
-    """The initial load of the new life, unless a crash came after it was in."""
+    """The initial load of the new incarnation, unless a crash came after it was in."""
     state = home.read_state()
     if state is not None and state.incarnation and state.incarnation != journal.incarnation_before:
         return journal.advanced(4, incarnation_after=state.incarnation)  # loaded before a crash
     if state is not None:
         raise LandingZoneError(
-            f"Table {home.ref} still has the state of its old life after the drop; drop it again."
+            f"Table {home.ref} still has the state of its old incarnation after the drop; drop it again."
         )
     result = run_push(home.storage, df, request, progress, lock_held=True, reseed=True)
     pushed.append(result)

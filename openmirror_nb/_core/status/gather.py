@@ -194,7 +194,6 @@ def _table(
     if mirror is None:
         notes.append("The mirror does not list this table yet.")
     state = found.state
-    exact = state is not None and state.base_rows is not None and state.delta_rows == 0
     return TableStatus(
         table=str(ref),
         folder=loc.folder,
@@ -210,7 +209,7 @@ def _table(
         last_sequence=found.last_sequence,
         processed_rows=mirror.processed_rows if mirror else None,
         mirrored_rows=mirrored_rows,
-        state_rows=state.base_rows if exact and state else None,
+        state_rows=state.exact_rows if state else None,
         last_push=datetime.fromtimestamp(state.last_push, UTC) if state and state.last_push else None,
         last_sync=mirror.last_sync if mirror else None,
         lag_seconds=_lag(pending, now, listed=mirror is not None),
