@@ -150,7 +150,8 @@ class MonitorPane(Panel):
                 self._history.setdefault(t.table, deque(maxlen=HISTORY)).append(len(t.pending))
             self._render(report)
             took = time.perf_counter() - started
-            self._say(f"Refreshed {report.taken_at:%H:%M:%S} UTC in {took:.1f} s{self._activity()}.")
+            # the status line starts with the time (UTC): said once, not twice
+            self._say(f"Refreshed in {took:.1f} s{self._activity()}.")
         for callback in list(self._callbacks):
             callback(report)
         return report
