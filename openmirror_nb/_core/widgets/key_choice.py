@@ -4,11 +4,12 @@ the panel counts the suggestions and the profile and tells it what to show."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
+
+from openmirror_nb._core.widgets.panel import RenderGuard
 
 if TYPE_CHECKING:
     from openmirror_nb import KeyProfile
@@ -16,13 +17,12 @@ if TYPE_CHECKING:
 _WIDE = {"description_width": "initial"}
 
 
-class KeyChoice(w.HBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class KeyChoice(RenderGuard, w.HBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """Pick key columns from a list or take a suggestion; ``on_change`` callbacks run after each
     choice the user makes, not after the panel's own settings."""
 
     def __init__(self) -> None:
         self._callbacks: list[Callable[[], None]] = []
-        self._rendering = False
         self.key_select = w.SelectMultiple(description="Keys", rows=6, style=_WIDE)
         self.key_select.layout = w.Layout(width="300px")
         self.suggest_note = w.HTML()
@@ -78,14 +78,6 @@ class KeyChoice(w.HBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     def _changed(self) -> None:
         for callback in list(self._callbacks):
             callback()
-
-    @contextmanager
-    def _quiet(self) -> Iterator[None]:
-        was, self._rendering = self._rendering, True
-        try:
-            yield
-        finally:
-            self._rendering = was
 
 
 def _suggest_note(loaded: bool, found: list[tuple[str, ...]]) -> str:
