@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from openmirror_nb._core.landing_zone import Blocker
     from openmirror_nb._core.landing_zone.table_scan import DataFileInfo, TableScan
     from openmirror_nb._core.mirror import LocalMirror, MirrorRun, SyncLimits, TableRun
-    from openmirror_nb._core.mirror.history import KeyHistory, KeyVersion
+    from openmirror_nb._core.mirror.key_versions import KeyHistory, KeyVersion
     from openmirror_nb._core.pipeline.arrow_input import arrow_to_spark
     from openmirror_nb._core.pipeline.delta_sync import read_delta
     from openmirror_nb._core.runtime import get_spark, is_fabric
@@ -161,8 +161,8 @@ _LAZY = {
     "MirrorRun": "openmirror_nb._core.mirror",
     "TableRun": "openmirror_nb._core.mirror",
     "SyncLimits": "openmirror_nb._core.mirror",
-    "KeyHistory": "openmirror_nb._core.mirror.history",
-    "KeyVersion": "openmirror_nb._core.mirror.history",
+    "KeyHistory": "openmirror_nb._core.mirror.key_versions",
+    "KeyVersion": "openmirror_nb._core.mirror.key_versions",
     "Change": "openmirror_nb._core.schema_change",
     "SchemaPlan": "openmirror_nb._core.schema_change",
     "ReseedResult": "openmirror_nb._core.schema_change",

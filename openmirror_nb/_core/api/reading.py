@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from openmirror_nb._core.mirror.delta_read import AsOf
-    from openmirror_nb._core.mirror.history import KeyHistory
+    from openmirror_nb._core.mirror.key_versions import KeyHistory
 
 
 class Reading(DatabaseBase):

@@ -1,9 +1,12 @@
 """The landing zone as one model: names, metadata, table discovery, the home of each table
-(``TableFolder``), the publish protocol, the incarnation of a table's internals and ``scan``.
+(``TableFolder``) with its push state and journals, the publish protocol, the lifecycle of a table's
+internals, and ``scan`` with the ``Blocker`` reasons it gives.
 
-The publisher and status read the landing zone through this package, over any ``Storage`` (local
-folder or OneLake). The local mirror takes its names and metadata rules from here too, but lists
-a local landing zone's folders itself (``mirror.discovery``).
+The publisher, the status report and ``describe`` read the landing zone through this package, over
+any ``Storage`` (local folder or OneLake). The local mirror finds its table folders here too
+(``discover_tables`` over a ``LocalStorage``) and takes its names and metadata rules from here,
+but lists the files of each table folder itself, with the inodes and exact times only a local
+replicator needs (``mirror.discovery``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The versions of one key's row across the mirror's Delta commits: Prostore's actual record and
-its archive of past versions, read back with Delta time travel.
+its archive of past versions, read back with Delta time travel (``key_versions`` holds the result).
 
 The mirror's tables have no change data feed, so the versions are walked in order and only what
 each commit added or removed is read: a data file never changes once written, so each one is
@@ -9,16 +9,13 @@ the key are skipped).
 
 from __future__ import annotations
 
-import html
 import json
 import math
 import operator
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -26,7 +23,6 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from openmirror_nb._core.errors import ConfigError, MirrorError
-from openmirror_nb._core.landing_zone.names import parse_sequence
 from openmirror_nb._core.mirror.apply import COMMIT_KEY
 from openmirror_nb._core.mirror.columns import align
 from openmirror_nb._core.mirror.delta_read import (
@@ -35,132 +31,8 @@ from openmirror_nb._core.mirror.delta_read import (
     plain_arrow_schema,
     reads_as_plain_parquet,
     scan_arrow,
-    utc_text,
 )
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-Operation = Literal["insert", "update", "delete"]
-Row = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class KeyVersion:
-    """One Delta version in which the key's row appeared, changed or was deleted.
-
-    Attributes:
-        version: The Delta version.
-        timestamp: Its commit time (UTC).
-        operation: ``insert``, ``update`` or ``delete``.
-        row: The row as of that version, in the table's column order (``None``: deleted).
-        files: The landing-zone files the mirror applied in that commit (empty when the commit
-            info does not name them).
-    """
-
-    version: int
-    timestamp: datetime
-    operation: Operation
-    row: Row | None
-    files: tuple[str, ...] = ()
-
-    @property
-    def sequences(self) -> tuple[int, ...]:
-        """The sequence numbers of ``files`` (files not named by sequence are left out)."""
-        found = (parse_sequence(name) for name in self.files)
-        return tuple(n for n in found if n is not None)
-
-    def _files_text(self) -> str:
-        shown = self.sequences if len(self.sequences) == len(self.files) else self.files
-        return ",".join(map(str, shown)) or "-"
-
-
-@dataclass(frozen=True)
-class KeyHistory:
-    """Every version of one key's row in a mirrored table, oldest first.
-
-    Attributes:
-        table: ``name`` or ``schema.name``.
-        key: The key, ``{column: value}`` over the table's key columns.
-        entries: One per Delta version that inserted, changed or deleted the row.
-        versions: The first and last Delta version searched.
-    """
-
-    table: str
-    key: Mapping[str, Any]
-    entries: tuple[KeyVersion, ...]
-    versions: tuple[int, int]
-
-    @property
-    def actual(self) -> Row | None:
-        """The row as the table holds it now (``None``: deleted, or never there)."""
-        return self.entries[-1].row if self.entries else None
-
-    @property
-    def archive(self) -> tuple[KeyVersion, ...]:
-        """The entries before the last one: the row's past versions."""
-        return self.entries[:-1]
-
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per entry: ``_commit_version``, ``_commit_timestamp``, ``_operation``,
-        ``_files``, then the row's columns (a delete keeps only the key's values)."""
-        import pandas as pd
-
-        meta = ["_commit_version", "_commit_timestamp", "_operation", "_files"]
-        records = [
-            {
-                "_commit_version": e.version,
-                "_commit_timestamp": e.timestamp,
-                "_operation": e.operation,
-                "_files": list(e.files),
-                **(e.row if e.row is not None else dict(self.key)),
-            }
-            for e in self.entries
-        ]
-        return pd.DataFrame(records, columns=meta + self._columns())
-
-    def _title(self) -> str:
-        key = ", ".join(f"{k}={v!r}" for k, v in self.key.items())
-        return f"KeyHistory {self.table} ({key})"
-
-    def _empty(self) -> str:
-        first, last = self.versions
-        return f"no version of the mirrored table holds this key (versions {first} to {last} searched)"
-
-    def __repr__(self) -> str:
-        if not self.entries:
-            return f"{self._title()}: {self._empty()}"
-        count = len(self.entries)
-        lines = [f"{self._title()}: {count} version{'' if count == 1 else 's'}"]
-        for e in self.entries:
-            row = "(deleted)" if e.row is None else ", ".join(f"{k}={v!r}" for k, v in e.row.items())
-            when, files = utc_text(e.timestamp), e._files_text()
-            lines.append(f"  v{e.version:<4} {when}  {e.operation:<6}  files {files:<8}  {row}")
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        title = f"<b>{html.escape(self._title())}</b>"
-        if not self.entries:
-            return f"<div>{title}: <i>{html.escape(self._empty())}</i></div>"
-        columns = self._columns()
-        rows = [["version", "committed", "operation", "files", *columns]] + [
-            [str(e.version), utc_text(e.timestamp), e.operation, e._files_text()]
-            + ["" if e.row is None or e.row.get(c) is None else str(e.row[c]) for c in columns]
-            for e in self.entries
-        ]
-        tag = ["th"] + ["td"] * len(self.entries)
-        body = "".join(
-            "<tr>" + "".join(f"<{t}>{html.escape(text)}</{t}>" for text in row) + "</tr>"
-            for t, row in zip(tag, rows, strict=True)
-        )
-        return f"<div>{title}<table>{body}</table></div>"
-
-    def _columns(self) -> list[str]:
-        """The key columns, then every other column some entry's row has."""
-        columns = list(self.key)
-        for entry in self.entries:
-            columns += [c for c in entry.row or () if c not in columns]
-        return columns
+from openmirror_nb._core.mirror.key_versions import KeyHistory, KeyVersion, Operation, Row
 
 
 def key_history(

@@ -1,10 +1,11 @@
 """``LocalMirror``: the single-process replicator of a local mirrored database.
 
-One pass discovers table folders, drops the tables whose folders are gone, rebuilds those whose
-folders were recreated, applies pending files per table (a failing table never stops the others)
-and writes ``Files/Monitoring``. ``run`` repeats passes until stopped; ``start`` does it on a
-daemon thread for notebooks. Only one pass runs at a time per database (a thread lock plus an
-``flock`` on ``.mirror/lock``, so two processes cannot interleave either).
+One pass discovers table folders, syncs them (``folder_pass``: drops the tables whose folders are
+gone, rebuilds those whose folders were recreated, applies pending files per table; a failing
+table never stops the others) and writes ``Files/Monitoring``. ``run`` repeats passes until
+stopped; ``start`` does it on a daemon thread for notebooks. Only one pass runs at a time per
+database (a thread lock plus an ``flock`` on ``.mirror/lock``, so two processes cannot interleave
+either).
 """
 
 from __future__ import annotations
@@ -16,21 +17,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from openmirror_nb._core.errors import ConfigError, MirrorError
 from openmirror_nb._core.landing_zone.names import DEFAULT_SCHEMA
-from openmirror_nb._core.mirror.discovery import MirrorFolder, discover_folders
+from openmirror_nb._core.mirror.discovery import discover_folders
 from openmirror_nb._core.mirror.faults import INTERNAL
-from openmirror_nb._core.mirror.monitoring import utc_now_text, write_monitoring
-from openmirror_nb._core.mirror.recovery import adopt, catch_up
-from openmirror_nb._core.mirror.results import MirrorRun, TableEvent, TableRun
+from openmirror_nb._core.mirror.folder_pass import run_pass
+from openmirror_nb._core.mirror.monitoring import write_monitoring
+from openmirror_nb._core.mirror.results import MirrorRun
 from openmirror_nb._core.mirror.state import MirrorState
-from openmirror_nb._core.mirror.table_sync import SyncLimits, drop_table_dir, sync_table
-from openmirror_nb._core.table_names import identity
+from openmirror_nb._core.mirror.table_sync import SyncLimits
 from openmirror_nb._core.target import LocalTarget, parse_target
 
 log = logging.getLogger(__name__)
@@ -114,7 +113,9 @@ class LocalMirror:
         with self._lock, self._file_lock():
             started, clock = datetime.now(UTC), time.perf_counter()
             state = MirrorState(self.root / STATE_FOLDER / "state.json")
-            runs = self._pass(state, discover_folders(landing_zone))
+            runs = run_pass(
+                state, discover_folders(landing_zone), tables=self._target.tables, limits=self._limits
+            )
             state.save()
             write_monitoring(self._target.monitoring, status="Running", tables=state.tables.values())
             result = MirrorRun(tuple(runs), started, time.perf_counter() - clock)
@@ -223,78 +224,6 @@ class LocalMirror:
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
-    def _pass(self, state: MirrorState, folders: list[MirrorFolder]) -> list[TableRun]:
-        runs: list[TableRun] = []
-        owners = _owners(folders, state)
-        live = {f.rel for f in owners.values()}
-        for rel, known in list(state.tables.items()):
-            if rel not in live:
-                # The folder is gone (contract §5.2): drop the table unless another folder owns it now.
-                owner = owners.get(identity(known.schema, known.name))
-                if owner is None or (owner.schema, owner.name) != (known.schema, known.name):
-                    drop_table_dir(self._target.tables / known.schema / known.name)
-                del state.tables[rel]
-                runs.append(TableRun(known.qualified, rel, "Stopped", event="dropped"))
-        named: dict[str, list[str]] = {}
-        for folder in folders:
-            named.setdefault(identity(folder.schema, folder.name), []).append(folder.rel)
-        for folder in folders:
-            key = identity(folder.schema, folder.name)
-            owner = owners[key]
-            if owner is not folder:
-                message = (
-                    f"Table {folder.qualified} is already mirrored from folder '{owner.rel}' (table "
-                    f"names compare case-insensitively, root tables are in dbo); rename or remove "
-                    f"'{folder.rel}'."
-                )
-                runs.append(
-                    TableRun(folder.qualified, folder.rel, "Failed", error_code=INTERNAL, error=message)
-                )
-                continue
-            others = tuple(rel for rel in named[key] if rel != folder.rel)
-            runs.append(replace(self._sync_folder(folder, state), conflicts=others))
-        return sorted(runs, key=lambda r: (r.table, r.folder))
-
-    def _sync_folder(self, folder: MirrorFolder, state: MirrorState) -> TableRun:
-        try:
-            return self._sync_known(folder, state)
-        except Exception as exc:
-            log.exception("Replicating %s failed", folder.qualified)
-            known = state.tables.get(folder.rel)
-            if known is None:
-                return TableRun(folder.qualified, folder.rel, "Failed", error_code=INTERNAL, error=str(exc))
-            known.status, known.error_code = "Failed", INTERNAL
-            known.error_message = f"{type(exc).__name__}: {exc}"
-            known.failure = {"kind": "internal", "file": None, "signature": None}
-            return TableRun(
-                known.qualified, folder.rel, "Failed", error_code=INTERNAL, error=known.error_message
-            )
-
-    def _sync_known(self, folder: MirrorFolder, state: MirrorState) -> TableRun:
-        table_dir = self._target.tables / folder.schema / folder.name
-        known = state.tables.get(folder.rel)
-        event: TableEvent = ""
-        try:
-            if known is not None and not known.is_same_folder(folder):
-                drop_table_dir(table_dir)
-                known, event = None, "rebuilt"
-            if known is None:
-                known = adopt(folder, table_dir)
-                state.tables[folder.rel] = known
-                event = event or "added"
-            else:
-                catch_up(known, table_dir)
-            run = sync_table(
-                folder, known, table_dir=table_dir, now=utc_now_text, save=state.save, limits=self._limits
-            )
-        except FileNotFoundError:
-            if folder.path.exists():
-                raise
-            # The folder vanished during the pass; the next pass drops the table.
-            state.tables.pop(folder.rel, None)
-            return TableRun(folder.qualified, folder.rel, "Stopped")
-        return replace(run, event=event)
-
     def _mark_stopped(self) -> None:
         if not self.root.is_dir():
             return
@@ -325,18 +254,6 @@ class LocalMirror:
                 error_code=INTERNAL,
                 error_message=str(exc),
             )
-
-
-def _owners(folders: list[MirrorFolder], state: MirrorState) -> dict[str, MirrorFolder]:
-    """Per table (``table_names.identity``), the folder mirrored into it: the one the mirror
-    already replicates, else the first; the others fail until they are renamed or removed."""
-    owners: dict[str, MirrorFolder] = {}
-    for folder in folders:
-        key = identity(folder.schema, folder.name)
-        held = owners.get(key)
-        if held is None or (folder.rel in state.tables and held.rel not in state.tables):
-            owners[key] = folder
-    return owners
 
 
 def _guarded(callback: Callable[[Any], None] | None) -> Callable[[Any], None] | None:

@@ -122,9 +122,33 @@ def to_change_rows(
     key's net change is kept: its last row, as an upsert (4) or a delete (2). Columns in
     ``unpublished`` (ordering fields that are not table columns) order the rows but are dropped.
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    df, order_by = _checked_feed(df, op_column=op_column, convention=convention, keys=keys, order_by=order_by)
+    partitions = max(1, df.rdd.getNumPartitions())
+    # Input order is the tie-breaker, captured before the shuffle that would lose it.
+    ordered = df.withColumn(_ORDER, F.monotonically_increasing_id())
+    marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
+    dropped = {op_column, *unpublished, *((*CDF_COLUMNS, _CDF_PHASE) if convention == "cdf" else ())}
+    data = _data_columns(df, keys=keys, deleted=marker == int(RowMarker.DELETE), dropped=dropped)
+    # Sort on copies of the order columns: a delete row's non-key values are NULL in the output.
+    by = [F.col(f"`{c}`").alias(f"{_ORDER}_{i}") for i, c in enumerate(order_by)]
+    hidden = [f"{_ORDER}_{i}" for i in range(len(order_by))] + [_ORDER]
+    shaped = ordered.select(*data, marker.alias(ROW_MARKER), *by, F.col(_ORDER))
+    if compact:
+        shaped = _net_changes(shaped, keys=keys, hidden=hidden)
+    return (
+        shaped.repartition(partitions, *[F.col(f"`{k}`") for k in keys])
+        .sortWithinPartitions(*hidden)
+        .drop(*hidden)
+    )
+
+
+def _checked_feed(
+    df: DataFrame, *, op_column: str, convention: Convention, keys: tuple[str, ...], order_by: tuple[str, ...]
+) -> tuple[DataFrame, tuple[str, ...]]:
+    """The feed and its order columns, once checked (a cdf feed: with its key changes resolved and
+    ordered by commit first)."""
     check_op_column(df, op_column, convention)
     if convention == "cdf":
         if "_commit_version" not in df.columns:
@@ -138,44 +162,44 @@ def to_change_rows(
             raise ConfigError(
                 f"order_by column {col!r} is not in the DataFrame." + did_you_mean(col, df.columns)
             )
-    partitions = max(1, df.rdd.getNumPartitions())
-    # Input order is the tie-breaker, captured before the shuffle that would lose it.
-    ordered = df.withColumn(_ORDER, F.monotonically_increasing_id())
-    marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
-    deleted = marker == int(RowMarker.DELETE)
-    dropped = {op_column, *unpublished, *((*CDF_COLUMNS, _CDF_PHASE) if convention == "cdf" else ())}
-    data = [
+    return df, order_by
+
+
+def _data_columns(
+    df: DataFrame, *, keys: tuple[str, ...], deleted: Column, dropped: set[str]
+) -> list[Column]:
+    """The published columns: keys as they are, others a typed NULL in a delete row (contract §4)."""
+    from pyspark.sql import functions as F
+
+    return [
         F.col(f"`{f.name}`")
         if f.name in keys
         else F.when(deleted, F.lit(None).cast(f.dataType)).otherwise(F.col(f"`{f.name}`")).alias(f.name)
         for f in df.schema.fields
         if f.name not in dropped
     ]
-    # Sort on copies of the order columns: a delete row's non-key values are NULL in the output.
-    by = [F.col(f"`{c}`").alias(f"{_ORDER}_{i}") for i, c in enumerate(order_by)]
-    hidden = [f"{_ORDER}_{i}" for i in range(len(order_by))] + [_ORDER]
-    shaped = ordered.select(*data, marker.alias(ROW_MARKER), *by, F.col(_ORDER))
-    if compact:
-        key_cols = [F.col(f"`{k}`") for k in keys]
-        last_first = Window.partitionBy(*key_cols).orderBy(*[F.col(h).desc() for h in hidden])
-        net = F.when(F.col(ROW_MARKER).isin(INVALID_MARKER, int(RowMarker.DELETE)), F.col(ROW_MARKER))
-        per_key = Window.partitionBy(*key_cols)
-        # an invalid row anywhere in a key's changes must survive compaction to reject the push
-        shaped = (
-            shaped.withColumn("_om_n", F.row_number().over(last_first))
-            .withColumn("_om_count", F.count(F.lit(1)).over(per_key))
-            .withColumn("_om_bad", F.max((F.col(ROW_MARKER) == INVALID_MARKER).cast("int")).over(per_key))
-            .where(F.col("_om_n") == 1)
-            .withColumn(
-                ROW_MARKER,
-                F.when(F.col("_om_bad") == 1, F.lit(INVALID_MARKER))
-                .when(F.col("_om_count") == 1, F.col(ROW_MARKER))
-                .otherwise(F.coalesce(net, F.lit(int(RowMarker.UPSERT)))),
-            )
-            .drop("_om_n", "_om_count", "_om_bad")
-        )
+
+
+def _net_changes(shaped: DataFrame, *, keys: tuple[str, ...], hidden: list[str]) -> DataFrame:
+    """Each key's last row (by the ``hidden`` order columns), marked with the key's net change."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    key_cols = [F.col(f"`{k}`") for k in keys]
+    last_first = Window.partitionBy(*key_cols).orderBy(*[F.col(h).desc() for h in hidden])
+    net = F.when(F.col(ROW_MARKER).isin(INVALID_MARKER, int(RowMarker.DELETE)), F.col(ROW_MARKER))
+    per_key = Window.partitionBy(*key_cols)
+    # an invalid row anywhere in a key's changes must survive compaction to reject the push
     return (
-        shaped.repartition(partitions, *[F.col(f"`{k}`") for k in keys])
-        .sortWithinPartitions(*hidden)
-        .drop(*hidden)
+        shaped.withColumn("_om_n", F.row_number().over(last_first))
+        .withColumn("_om_count", F.count(F.lit(1)).over(per_key))
+        .withColumn("_om_bad", F.max((F.col(ROW_MARKER) == INVALID_MARKER).cast("int")).over(per_key))
+        .where(F.col("_om_n") == 1)
+        .withColumn(
+            ROW_MARKER,
+            F.when(F.col("_om_bad") == 1, F.lit(INVALID_MARKER))
+            .when(F.col("_om_count") == 1, F.col(ROW_MARKER))
+            .otherwise(F.coalesce(net, F.lit(int(RowMarker.UPSERT)))),
+        )
+        .drop("_om_n", "_om_count", "_om_bad")
     )

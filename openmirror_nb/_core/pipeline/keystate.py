@@ -1,13 +1,14 @@
 """Key state: what was last pushed, as key columns + a 128-bit row hash (design §4).
 
-The row hash is two independent 64-bit ``xxhash64`` values (different seeds) over the data columns
-in name order, preceded by a bitmask of which of them are NULL (``xxhash64`` skips NULLs, so
-``(NULL, 1)`` and ``(1, NULL)`` would otherwise collide). ``xxhash64`` is Spark's bucketing hash
-and is computed identically by Spark 3.5 and 4.x. Values are hashed as the landing zone holds
-them: complex values as their JSON text, timestamps as microseconds, decimals by value at the
-column's scale (so a precision or scale change is a type change, refused earlier). Floating point
-``-0.0`` is hashed as ``0.0`` and every NaN as the one canonical NaN, matching Spark's own
-equality for those values.
+The row hash is two independent 64-bit ``xxhash64`` values over the non-key data columns in name
+order (different seeds: the second starts from the hash of a constant salt), preceded by bitmasks
+of which of them are NULL, one per 62 columns (``xxhash64`` skips NULLs, so ``(NULL, 1)`` and
+``(1, NULL)`` would otherwise collide). ``xxhash64`` is a built-in Spark SQL function (no Python
+in the loop; bucketing uses Spark's Murmur3 ``hash``, see ``pipeline.buckets``) and is computed
+identically by Spark 3.5 and 4.x. Values are hashed as the landing zone holds them: complex values
+as their JSON text, timestamps as microseconds, decimals by value at the column's scale (so a
+precision or scale change is a type change, refused earlier). Floating point ``-0.0`` is hashed as
+``0.0`` and every NaN as the one canonical NaN, matching Spark's own equality for those values.
 
 State files live in the table's own folder, under ``_openmirror/keystate/<incarnation>.<push id>/``
 (``TableFolder.keystate``), so deleting the table folder deletes them too: one *base* (a full

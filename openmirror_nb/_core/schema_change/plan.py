@@ -1,14 +1,7 @@
-"""``SchemaPlan``: how a DataFrame differs from a table as last pushed, and whether the mirror can
-absorb it or the table must be reseeded (design §7, contract §5.3).
-
-Classes of change:
-- an added column: absorbed (published as is; the mirror adds it);
-- a dropped nullable column: absorbed as NULLs (only a reseed removes it from the mirrored table);
-- a dropped NOT NULL column, a type change, a rename (a dropped and an added column of the same
-  type, offered as a rename, never assumed), a key change, a nullability tightening and any
-  column change of a delimited-text table: reseed required.
-
-Pure functions of schemas (Spark's JSON form): no Spark, no storage.
+"""``SchemaPlan``: how a DataFrame differs from a table as last pushed (the changes
+``changes.classify`` finds), whether the mirror can absorb it or the table must be reseeded, and
+what a reseed costs (design §7, contract §5.3). No Spark, no storage: ``make_plan`` is given the
+schemas, keys and row counts.
 """
 
 from __future__ import annotations
@@ -17,27 +10,11 @@ import hashlib
 import html
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from openmirror_nb._core.landing_zone.reseed_journal import STEPS
 from openmirror_nb._core.model import DelimitedTextOptions, TableOptions
-
-ChangeKind = Literal[
-    "added", "dropped", "type_changed", "renamed", "key_changed", "nullability_tightened", "delimited_changed"
-]
-Action = Literal["absorbed", "reseed"]
-
-
-@dataclass(frozen=True)
-class Change:
-    """One difference: its kind, the column(s), before and after, what it takes, and why."""
-
-    kind: ChangeKind
-    column: str
-    before: str
-    after: str
-    action: Action
-    note: str
+from openmirror_nb._core.schema_change.changes import Change, classify
 
 
 @dataclass(frozen=True)
@@ -138,121 +115,6 @@ class SchemaPlan:
             else ""
         )
         return f"<div class='om-plan'><b>{html.escape(self.summary)}</b>{table}</div>"
-
-
-def classify(
-    *,
-    before: dict[str, Any],
-    after: dict[str, Any],
-    keys_before: tuple[str, ...],
-    keys_after: tuple[str, ...],
-    delimited: bool,
-) -> tuple[Change, ...]:
-    """The changes from schema ``before`` to ``after`` (Spark JSON dicts) and keys, worst first."""
-    old = {f["name"]: f for f in before.get("fields", [])}
-    new = {f["name"]: f for f in after.get("fields", [])}
-    changes: list[Change] = []
-    added = [n for n in new if n not in old]
-    dropped = [n for n in old if n not in new]
-    renamed: set[str] = set()
-    for gone in dropped:
-        twin = next((n for n in added if n not in renamed and _type(new[n]) == _type(old[gone])), None)
-        if twin is not None:
-            renamed.update((gone, twin))
-            changes.append(
-                Change(
-                    "renamed",
-                    f"{gone} -> {twin}",
-                    f"{gone} {_type(old[gone])}",
-                    f"{twin} {_type(new[twin])}",
-                    "reseed",
-                    "looks like a rename (same type); pushed as is, the old column would stay, NULL "
-                    "from now on: a reseed retires it",
-                )
-            )
-    for name in dropped:
-        if name in renamed:
-            continue
-        nullable = bool(old[name].get("nullable", True))
-        changes.append(
-            Change(
-                "dropped",
-                name,
-                _type(old[name]),
-                "(gone)",
-                "absorbed" if nullable and not delimited else "reseed",
-                "new rows get NULL; only a reseed removes the column"
-                if nullable
-                else "a NOT NULL column cannot be left out: the mirror fails; keep it or reseed",
-            )
-        )
-    for name in added:
-        if name not in renamed:
-            changes.append(
-                Change(
-                    "added",
-                    name,
-                    "(none)",
-                    _type(new[name]),
-                    "absorbed" if not delimited else "reseed",
-                    "the mirror adds the column; earlier rows get NULL",
-                )
-            )
-    for name in new:
-        if name in old and _type(new[name]) != _type(old[name]):
-            changes.append(
-                Change(
-                    "type_changed",
-                    name,
-                    _type(old[name]),
-                    _type(new[name]),
-                    "reseed",
-                    "the mirror cannot change a column's type",
-                )
-            )
-        elif name in old and old[name].get("nullable", True) and not new[name].get("nullable", True):
-            changes.append(
-                Change(
-                    "nullability_tightened",
-                    name,
-                    "NULL allowed",
-                    "NOT NULL",
-                    "reseed",
-                    "the mirror's column stays nullable; the contract leaves tightening undefined",
-                )
-            )
-    if keys_after != keys_before:
-        changes.append(
-            Change(
-                "key_changed",
-                ", ".join(keys_after),
-                ", ".join(keys_before),
-                ", ".join(keys_after),
-                "reseed",
-                "keyColumns are fixed for the incarnation of a table",
-            )
-        )
-    if delimited:
-        changes = [
-            c
-            if c.action == "reseed"
-            else Change(
-                c.kind,
-                c.column,
-                c.before,
-                c.after,
-                "reseed",
-                "a delimited-text SchemaDefinition cannot evolve",
-            )
-            for c in changes
-        ]
-    order = {"reseed": 0, "absorbed": 1}
-    return tuple(sorted(changes, key=lambda c: order[c.action]))
-
-
-def _type(field: dict[str, Any]) -> str:
-    kind = field.get("type")
-    return kind if isinstance(kind, str) else json.dumps(kind, sort_keys=True)
 
 
 def make_plan(

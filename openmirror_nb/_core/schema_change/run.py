@@ -115,6 +115,34 @@ def apply_plan(
 ) -> ReseedResult:
     """Run (or continue) the reseed of ``plan`` with ``df`` (see the module docstring)."""
     started = time.monotonic()
+    _check_call(plan, df, confirm)
+    home = TableFolder.of(storage, plan.table)
+    if not plan.needs_reseed and read_reseed(home) is None:
+        result = run_push(storage, df, request, progress)
+        return ReseedResult(
+            plan.table, False, result, result.total_rows, None, (), time.monotonic() - started
+        )
+    pushed: list[PushResult] = []
+    mirrored: list[int | None] = []
+    with home.lock(timeout=request.lock_timeout):
+        steps = _Steps(home, plan.table, _begin(home, plan), on_step)
+        steps.run(1, lambda: None)  # the journal it writes records the plan
+        steps.run(2, lambda: drop(home))
+        steps.run(3, lambda: mirror.wait_dropped(home.ref, timeout=timeout))
+        steps.run(4, lambda: _load(home, df, request, progress, steps.journal, pushed))
+    rows = pushed[0].total_rows if pushed else steps.journal.rows
+    if wait:
+        steps.run(5, lambda: mirror.wait_back(home.ref, timeout=timeout))
+        steps.run(6, lambda: mirrored.append(mirror.count(home.ref)))
+    end_reseed(home)
+    held = mirrored[0] if mirrored else (mirror.count(home.ref) if wait else None)
+    _check_mirrored(plan.table, held, rows)
+    push = pushed[0] if pushed else None
+    return ReseedResult(plan.table, True, push, rows, held, tuple(steps.ran), time.monotonic() - started)
+
+
+def _check_call(plan: SchemaPlan, df: DataFrame, confirm: str) -> None:
+    """Refuse a reseed not confirmed by the table's name, or given another DataFrame than planned."""
     if confirm != plan.table:
         raise ConfigError(
             f"confirm must be the table's name, {plan.table!r} (got {confirm!r}): a reseed deletes the "
@@ -125,74 +153,50 @@ def apply_plan(
             f"df is not the DataFrame the plan for {plan.table!r} was made for (its columns or types "
             "differ); make the plan again with db.plan_schema_change(table, df)."
         )
-    home = TableFolder.of(storage, plan.table)
-    if not plan.needs_reseed and read_reseed(home) is None:
-        result = run_push(storage, df, request, progress)
-        return ReseedResult(
-            plan.table, False, result, result.total_rows, None, (), time.monotonic() - started
-        )
-    ran: list[str] = []
 
-    def step(k: int, journal: ReseedJournal, work: Callable[[], ReseedJournal]) -> ReseedJournal:
+
+class _Steps:
+    """The steps of one call: runs each the journal has not done yet and records it there."""
+
+    def __init__(
+        self, home: TableFolder, table: str, journal: ReseedJournal, on_step: StepCallback | None
+    ) -> None:
+        self.home, self.table, self.journal, self.on_step = home, table, journal, on_step
+        self.ran: list[str] = []
+
+    def run(self, k: int, work: Callable[[], object]) -> None:
+        """Step ``k`` unless done before: ``work`` does it; a journal it returns (the reload's,
+        with what it loaded) is the one recorded."""
+        journal = self.journal
         if journal.done >= k:
-            return journal
-        if on_step is not None:
-            on_step(k, STEPS[k - 1], "running")
+            return
+        if self.on_step is not None:
+            self.on_step(k, STEPS[k - 1], "running")
         try:
-            journal = work().advanced(k)
+            done = work()
         except OpenMirrorError as exc:
             if journal.done < 2:
                 raise  # the table is untouched: the error is the whole story
             raise ReseedError(
-                f"Reseed of {plan.table} stopped at {journal.step_text}: {exc} Run "
-                f"db.apply_schema_change(plan, df, confirm={plan.table!r}) again to continue from there.",
+                f"Reseed of {self.table} stopped at {journal.step_text}: {exc} Run "
+                f"db.apply_schema_change(plan, df, confirm={self.table!r}) again to continue from there.",
                 step=journal.done + 1,
             ) from None
-        write_reseed(home, journal)
-        ran.append(STEPS[k - 1])
-        if on_step is not None:
-            on_step(k, STEPS[k - 1], "done")
+        self.journal = (done if isinstance(done, ReseedJournal) else journal).advanced(k)
+        write_reseed(self.home, self.journal)
+        self.ran.append(STEPS[k - 1])
+        if self.on_step is not None:
+            self.on_step(k, STEPS[k - 1], "done")
         crash_point(f"reseed_step_{k}")
-        return journal
 
-    pushed: list[PushResult] = []
-    mirrored: list[int | None] = []
 
-    def dropped() -> ReseedJournal:
-        drop(home)
-        return journal
-
-    def gone() -> ReseedJournal:
-        mirror.wait_dropped(home.ref, timeout=timeout)
-        return journal
-
-    def back() -> ReseedJournal:
-        mirror.wait_back(home.ref, timeout=timeout)
-        return journal
-
-    def counted() -> ReseedJournal:
-        mirrored.append(mirror.count(home.ref))
-        return journal
-
-    with home.lock(timeout=request.lock_timeout):
-        journal = _begin(home, plan)
-        journal = step(1, journal, lambda: journal)
-        journal = step(2, journal, dropped)
-        journal = step(3, journal, gone)
-        journal = step(4, journal, lambda: _load(home, df, request, progress, journal, pushed))
-    rows = pushed[0].total_rows if pushed else journal.rows
-    if wait:
-        journal = step(5, journal, back)
-        journal = step(6, journal, counted)
-    end_reseed(home)
-    held = mirrored[0] if mirrored else (mirror.count(home.ref) if wait else None)
+def _check_mirrored(table: str, held: int | None, rows: int) -> None:
+    """Refuse a finished reseed whose mirrored table does not hold the rows the reload pushed."""
     if held is not None and held != rows:
         raise MirrorError(
-            f"Reseed of {plan.table} is done but the mirrored table holds {held:,} rows where "
-            f"{rows:,} were pushed; check db.status({plan.table!r}) for what the mirror says."
+            f"Reseed of {table} is done but the mirrored table holds {held:,} rows where "
+            f"{rows:,} were pushed; check db.status({table!r}) for what the mirror says."
         )
-    push = pushed[0] if pushed else None
-    return ReseedResult(plan.table, True, push, rows, held, tuple(ran), time.monotonic() - started)
 
 
 def _begin(home: TableFolder, plan: SchemaPlan) -> ReseedJournal:
@@ -285,9 +289,5 @@ def finish_loaded(home: TableFolder, mirror: Mirror, *, timeout: float) -> Resee
         write_reseed(home, journal)
     held = mirror.count(home.ref)
     end_reseed(home)
-    if held is not None and held != journal.rows:
-        raise MirrorError(
-            f"Reseed of {table} is done but the mirrored table holds {held:,} rows where "
-            f"{journal.rows:,} were pushed; check db.status({table!r}) for what the mirror says."
-        )
+    _check_mirrored(table, held, journal.rows)
     return journal

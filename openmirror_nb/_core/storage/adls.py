@@ -1,10 +1,10 @@
 """A landing zone on OneLake / ADLS Gen2 through ``azure-storage-file-datalake`` (extra "azure").
 
-Writes upload to an underscore temporary name in the same folder, then rename; the rename is
-conditional (``If-None-Match: *``) unless overwriting, so a published file is never replaced
-(``adls_rename``). The per-name lock is a blob lease with a finite duration, renewed by a thread while
-held, so a lock left by a dead process expires and is taken over (``lease_lock``). Azure is imported
-only when this backend is built.
+Writes upload to an underscore temporary name in the same folder (``adls_upload``), then rename;
+the rename is conditional (``If-None-Match: *``) unless overwriting, so a published file is never
+replaced (``adls_rename``). The per-name lock is a blob lease with a finite duration, renewed by a
+thread while held, so a lock left by a dead process expires and is taken over (``lease_lock``).
+Azure errors become ours in ``adls_errors``. Azure is imported only when this backend is built.
 """
 
 from __future__ import annotations
@@ -12,29 +12,23 @@ from __future__ import annotations
 import io
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC
 from typing import IO, Any
 from urllib.parse import urlparse
 
 from openmirror_nb._core import runtime
-from openmirror_nb._core.errors import (
-    CredentialError,
-    MissingDependencyError,
-    PathExistsError,
-    StorageError,
-    scrub,
-)
-from openmirror_nb._core.storage.adls_rename import TAKEN, AdlsRenamer
-from openmirror_nb._core.storage.auth import AuthRetryPolicy, GuardedCredential, TokenRefused, refused
+from openmirror_nb._core.errors import CredentialError, MissingDependencyError, StorageError
+from openmirror_nb._core.storage.adls_errors import azure_errors
+from openmirror_nb._core.storage.adls_rename import AdlsRenamer
+from openmirror_nb._core.storage.adls_upload import upload_all, upload_new
+from openmirror_nb._core.storage.auth import AuthRetryPolicy, GuardedCredential, refused
 from openmirror_nb._core.storage.base import Entry, LockStatus
 from openmirror_nb._core.storage.credentials import AZURE_HINT, resolve_credential
 from openmirror_nb._core.storage.lease_lock import lease_lock, read_lock_status
 from openmirror_nb._core.target import LANDING_ZONE, OneLakeTarget
 
 LOCK_FOLDER = "_openmirror/locks"
-CHUNK = 8 * 1024 * 1024  # bytes per append request
 
 
 def _sdk() -> Any:
@@ -128,27 +122,9 @@ class AdlsStorage:
         item = self.base_path.partition("/")[0]
         return refused(status, code, credential=self.credential.name, workspace=self.file_system, item=item)
 
-    @contextmanager
-    def _errors(self, action: str, path: str) -> Iterator[None]:
-        """Azure errors become StorageError (PathExistsError when taken, CredentialError for 401
-        and 403), with no token text."""
-        from azure.core.exceptions import AzureError
-
-        try:
-            yield
-        except TokenRefused:
-            raise self._refused(401, None) from None
-        except AzureError as exc:
-            code, status = getattr(exc, "error_code", None), getattr(exc, "status_code", None)
-            if code in TAKEN:
-                raise PathExistsError(f"{path!r} already exists; it was not replaced.") from None
-            if status in (401, 403):
-                shown = None if code is None else str(getattr(code, "value", code))  # a str enum
-                raise self._refused(status, shown) from None
-            lines = (getattr(exc, "message", None) or str(exc)).strip().splitlines()
-            parts = (f"HTTP {status}" if status else "", code or "", lines[0] if lines else "")
-            detail = scrub(" ".join(str(p) for p in parts if p)).rstrip(".")
-            raise StorageError(f"Cannot {action} {path!r} in {self.uri('')}: {detail}.") from None
+    def _errors(self, action: str, path: str) -> AbstractContextManager[None]:
+        """Azure errors become ours, with no token text (``adls_errors``)."""
+        return azure_errors(action, path, where=self.uri(""), refused=self._refused)
 
     def read_bytes(self, path: str) -> bytes:
         from azure.core.exceptions import ResourceNotFoundError
@@ -170,27 +146,11 @@ class AdlsStorage:
         tmp = "/".join(p for p in (folder, f"_{name}.{uuid.uuid4().hex}.tmp") if p)
         try:
             with self._errors("upload", path):
-                self._upload(tmp, stream, size)
+                upload_new(self._fs.get_file_client(tmp), stream, size)
             self._rename(tmp, full, path, size=size, overwrite=overwrite)
         except BaseException:
             self._discard(tmp)
             raise
-
-    def _upload(self, full: str, stream: IO[bytes], size: int) -> None:
-        # create + append + flush: upload_data() neither creates a file without overwrite nor writes
-        # an empty one; If-None-Match on the create keeps even the unique temp name from replacing.
-        from azure.core import MatchConditions
-
-        client = self._fs.get_file_client(full)
-        client.create_file(match_condition=MatchConditions.IfMissing)
-        offset = 0
-        while chunk := stream.read(CHUNK):
-            client.append_data(chunk, offset=offset, length=len(chunk))
-            offset += len(chunk)
-        if offset != size:
-            raise StorageError(f"Read {offset} bytes where {size} were expected; the file changed meanwhile.")
-        if offset:
-            client.flush_data(offset, close=True)
 
     def _rename(self, src: str, dst: str, shown: str, *, size: int, overwrite: bool) -> None:
         """Rename full path ``src`` (a file of ``size`` bytes) to ``dst`` in one conditional rename."""
@@ -307,20 +267,9 @@ class AdlsStorage:
         return f"abfss://{self.file_system}@{self.host}/{self._full(path) if path else self.base_path}"
 
     def upload_files(self, pairs: list[tuple[str, str]], *, parallelism: int = 8) -> None:
-        def one(pair: tuple[str, str]) -> None:
-            with open(pair[0], "rb") as fh:
-                size = fh.seek(0, io.SEEK_END)
-                fh.seek(0)
-                self._put(pair[1], fh, size, overwrite=False)
-
-        if not pairs:
-            return
-        with ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(pairs)))) as pool:
-            futures = [pool.submit(one, pair) for pair in pairs]
-        for future in futures:
-            error = future.exception()
-            if error is not None:
-                raise error  # all uploads have ended; each failed one left nothing behind
+        upload_all(
+            pairs, lambda path, fh, size: self._put(path, fh, size, overwrite=False), parallelism=parallelism
+        )
 
     def walk_files(self, path: str) -> Iterator[tuple[str, Entry]]:
         full, prefix = self._full(path), "/".join(p for p in path.split("/") if p)

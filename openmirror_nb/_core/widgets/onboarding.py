@@ -2,10 +2,10 @@
 
 One ``VBox`` of Fabric-supported widgets only (no ``Output``): pick a source (namespace frames,
 temp views, catalog tables) and see its rows; name the target table (``TargetTable``, checked as
-typed); choose key columns from suggestions, with a live profile of them; set the file options
-(``PushOptions``); push, with the push's progress bar inside the panel and its ``PushResult`` at
-the end. Counting is done by ``om.suggest_keys`` and ``om.profile_keys``; errors show as one
-line in the status line.
+typed); choose key columns from suggestions, with a live profile of them (``KeyChoice``); set the
+file options (``PushOptions``); push, with the push's progress bar inside the panel and its
+``PushResult`` at the end. Counting is done by ``om.suggest_keys`` and ``om.profile_keys``; errors
+show as one line in the status line.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import ipywidgets as w
 
 from openmirror_nb import KeyProfile, PushResult, WidgetProgress, profile_keys
 from openmirror_nb import suggest_keys as suggest
+from openmirror_nb._core.widgets.key_choice import KeyChoice
 from openmirror_nb._core.widgets.panel import Panel
 from openmirror_nb._core.widgets.push_options import PushOptions
 from openmirror_nb._core.widgets.sources import Source, SourcePreview, list_sources, source_preview
@@ -78,11 +79,10 @@ class Onboarding(Panel):
         self.rescan_button = w.Button(description="Rescan", icon="refresh", tooltip="List the sources again")
         self.preview = w.HTML()
         self.target = TargetTable(db.describe)
-        self.key_select = w.SelectMultiple(description="Keys", rows=6, style=_WIDE)
-        self.key_select.layout = w.Layout(width="300px")
-        self.suggest_note = w.HTML()
-        self.suggestions = w.ToggleButtons(options=[], value=None, style={"button_width": "auto"})
-        self.profile = w.HTML()
+        # not ``self.keys``: a widget's ``keys`` trait lists the traits it syncs
+        self.key_choice = KeyChoice()
+        self.key_select, self.suggest_note = self.key_choice.key_select, self.key_choice.suggest_note
+        self.suggestions, self.profile = self.key_choice.suggestions, self.key_choice.profile
         self.options = PushOptions()
         self.push_button = w.Button(description="Push", icon="upload", button_style="primary", disabled=True)
         self.progress = WidgetProgress()
@@ -93,7 +93,7 @@ class Onboarding(Panel):
                 w.HBox([self.source_picker, self.rescan_button]),
                 self.preview,
                 self.target,
-                w.HBox([self.key_select, w.VBox([self.suggest_note, self.suggestions, self.profile])]),
+                self.key_choice,
                 self.options,
                 w.HBox([self.push_button, self.progress.widget]),
                 self.result,
@@ -104,8 +104,7 @@ class Onboarding(Panel):
         self.source_picker.observe(self._on_source, names="value")
         self.rescan_button.on_click(lambda _: self.rescan())
         self.target.on_change(self._on_target)
-        self.key_select.observe(self._on_keys, names="value")
-        self.suggestions.observe(self._on_suggestion, names="value")
+        self.key_choice.on_change(self._profile_keys)
         self.push_button.on_click(lambda _: self.push())
         self.rescan()
 
@@ -125,7 +124,7 @@ class Onboarding(Panel):
     @property
     def key_columns(self) -> tuple[str, ...]:
         """The key columns selected for the push."""
-        return tuple(self.key_select.value)
+        return self.key_choice.columns
 
     @property
     def suggested_keys(self) -> list[tuple[str, ...]]:
@@ -211,21 +210,10 @@ class Onboarding(Panel):
         info, columns = self.target.existing, [name for _, name in self.key_select.options]
         with self._quiet():
             if info is not None:
-                self.key_select.value = tuple(k for k in info.keys if k in columns)
+                self.key_choice.choose(tuple(k for k in info.keys if k in columns))
             elif self.key_select.disabled and self._preview is not None:
-                self.key_select.value = ()  # the keys were an earlier table's, not a choice
+                self.key_choice.choose(())  # the keys were an earlier table's, not a choice
             self.options.fix_format(info.options.file_format if info else None)
-        self._profile_keys()
-
-    def _on_keys(self, change: dict[str, Any]) -> None:
-        if not self._rendering:
-            self._profile_keys()
-
-    def _on_suggestion(self, change: dict[str, Any]) -> None:
-        if self._rendering or change["new"] is None:
-            return
-        with self._quiet():
-            self.key_select.value = tuple(change["new"])
         self._profile_keys()
 
     # -- steps ----------------------------------------------------------------------------------
@@ -240,10 +228,7 @@ class Onboarding(Panel):
                 self._suggestions = suggest(df)
                 self._df = df
             self._load_error = failed[0] if failed else None
-        preview = self._preview
-        with self._quiet():
-            self.key_select.value = ()
-            self.key_select.options = [(f"{n}  ({t})", n) for n, t in preview.columns] if preview else []
+        self.key_choice.offer(self._preview.columns if self._preview else ())
         if source is not None and self._df is not None:
             self.target.follow_source(source.name)  # calls _on_target
         else:
@@ -269,12 +254,12 @@ class Onboarding(Panel):
         fixed = self.target.existing is not None
         with self._quiet():
             self.preview.value = self._preview._repr_html_() if self._preview else ""
-            self.key_select.disabled = fixed or self._preview is None
-            self.suggestions.options = [(" + ".join(k), k) for k in self._suggestions]
-            self.suggestions.value = self.key_columns if self.key_columns in self._suggestions else None
-            self.suggestions.disabled = fixed
-            self.suggest_note.value = _suggest_note(self._preview is not None, self._suggestions)
-            self.profile.value = self._profile._repr_html_() if self._profile else ""
+            self.key_choice.show(
+                suggestions=self._suggestions,
+                profile=self._profile,
+                loaded=self._preview is not None,
+                fixed=fixed,
+            )
             # a profile that failed (an existing table's key missing from the source) blocks it too
             ready = self._df is not None and self.target.table is not None and bool(self.key_columns)
             ready = ready and self._profile_error is None
@@ -297,14 +282,6 @@ class Onboarding(Panel):
             return f"Keys {', '.join(self.key_columns)} do not identify every row: {problem}.", True
         what = "a snapshot diff" if self.target.existing is not None else "the initial load"
         return f"Ready: Push publishes {what} of {self.source.name} to {self.target.table}.", False
-
-
-def _suggest_note(loaded: bool, found: list[tuple[str, ...]]) -> str:
-    if not loaded:
-        return ""
-    if not found:
-        return "<i>No suggested key: no column or pair of columns is non-NULL and unique here.</i>"
-    return "<b>Suggested keys</b> <small>(non-NULL and unique on the source):</small>"
 
 
 def _user_namespace() -> Mapping[str, Any]:

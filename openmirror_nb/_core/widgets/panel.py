@@ -26,15 +26,30 @@ TD_STYLE = "padding:1px 14px 1px 0;text-align:left;white-space:nowrap"
 TH_STYLE = f"{TD_STYLE};border-bottom:1px solid #bdbdbd"
 
 
-class Panel(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
+class RenderGuard:
+    """``_rendering`` is true while a widget sets its own children (``_quiet``), so their
+    observers can tell a user's change from the widget's own."""
+
+    _rendering = False
+
+    @contextmanager
+    def _quiet(self) -> Iterator[None]:
+        """Set widget values without running the widget's own handlers."""
+        was, self._rendering = self._rendering, True
+        try:
+            yield
+        finally:
+            self._rendering = was
+
+
+class Panel(RenderGuard, w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     """The base of ``MonitorPane``, ``Onboarding`` and ``SchemaWizard``.
 
     Subclasses build their widgets, then call ``super().__init__(children, css_class=...)``; the
-    status line is added last. ``_rendering`` is true while the panel sets its own widgets
-    (``_quiet``), so their observers can tell a user's change from the panel's.
+    status line is added last. The render guard (``RenderGuard``) keeps the panel's handlers from
+    firing on the panel's own settings.
     """
 
-    _rendering = False
     _stamped = False  # a live pane prefixes each status line with the time it was written
 
     def __init__(self, children: Sequence[Any], *, css_class: str) -> None:
@@ -60,15 +75,6 @@ class Panel(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
         stamp = f"{datetime.now(UTC):%H:%M:%S} " if self._stamped else ""
         colour = RED if error else "inherit"
         self.status_line.value = f"<span style='color:{colour}'>{stamp}{html.escape(text)}</span>"
-
-    @contextmanager
-    def _quiet(self) -> Iterator[None]:
-        """Set widget values without running the panel's own handlers."""
-        was, self._rendering = self._rendering, True
-        try:
-            yield
-        finally:
-            self._rendering = was
 
     @contextmanager
     def _guard(self, what: str, *, keep: bool = False, always: bool = False) -> Iterator[list[str]]:
