@@ -138,7 +138,6 @@ def to_change_rows(
             raise ConfigError(
                 f"order_by column {col!r} is not in the DataFrame." + did_you_mean(col, df.columns)
             )
-    partitions = max(1, df.rdd.getNumPartitions())
     # Input order is the tie-breaker, captured before the shuffle that would lose it.
     ordered = df.withColumn(_ORDER, F.monotonically_increasing_id())
     marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
@@ -174,8 +173,19 @@ def to_change_rows(
             )
             .drop("_om_n", "_om_count", "_om_bad")
         )
-    return (
-        shaped.repartition(partitions, *[F.col(f"`{k}`") for k in keys])
-        .sortWithinPartitions(*hidden)
-        .drop(*hidden)
-    )
+    return _by_key(shaped, keys).sortWithinPartitions(*hidden).drop(*hidden)
+
+
+def _by_key(df: DataFrame, keys: tuple[str, ...]) -> DataFrame:
+    """``df`` hash-partitioned on the keys. With adaptive execution the partition count is left
+    to it, so a small feed is written as one file, not one per partition of its source (then
+    merged); a key still lives in one partition, as coalescing keeps hash partitions whole.
+    Without it, as many partitions as the source has."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(f"`{k}`") for k in keys]
+    conf = df.sparkSession.conf
+    adaptive = conf.get("spark.sql.adaptive.enabled", "true") == "true"
+    if adaptive and conf.get("spark.sql.adaptive.coalescePartitions.enabled", "true") == "true":
+        return df.repartition(*cols)
+    return df.repartition(max(1, df.rdd.getNumPartitions()), *cols)

@@ -69,6 +69,7 @@ def table_detail_html(t: TableStatus, now: datetime) -> str:
         ("rows", rows_text(t)),
         ("key-state rows", "-" if t.state_rows is None else f"{t.state_rows:,}"),
         ("last push", since(t.last_push, now)),
+        ("last checked", since(t.last_checked, now)),
         ("last sync", since(t.last_sync, now)),
     ]
     if t.error:
