@@ -324,7 +324,6 @@ def child_main(run: Callable[[], dict[str, Any]]) -> None:
 # --- where the time goes in db.push ---------------------------------------------------------
 
 
-# (module, attribute, label): the stages of openmirror_nb/_core/pipeline/context.py, stage.py and push.py.
 def _phase(event: Any) -> str | None:
     """The profile's phase of a progress event (``None``: the current phase goes on)."""
     from openmirror_nb._core import progress as p
@@ -341,18 +340,19 @@ def _phase(event: Any) -> str | None:
 
 
 class Profiler:
-    """Times a push's phases through its progress seam and lists the Spark jobs each ran.
+    """Times a push's phases through its progress seam, with the Spark jobs each ran.
 
     Pass it as ``db.push(..., progress=profiler)`` inside ``with profiler.push() as out:``. Phases
-    are the push's own events (validating, each staging step, publishing, committing); job
-    durations come from the SparkContext's status store (kept even with the UI disabled).
+    are the push's own events (validating, each staging step, publishing, committing); every event
+    carries how many Spark jobs the push has started (``ProgressEvent.jobs``, its own job group's),
+    so a phase's jobs are the difference between its first event and the next phase's.
     """
 
-    def __init__(self, spark: Any) -> None:
-        self.spark = spark
+    def __init__(self, spark: Any = None) -> None:
         self.records: list[dict[str, Any]] = []
+        self.total_jobs = 0
         self._lock = threading.Lock()
-        self._open: tuple[str, float, set[int]] | None = None
+        self._open: tuple[str, float, int] | None = None
 
     def install(self) -> Profiler:
         return self  # nothing to patch: the push reports its phases itself
@@ -367,76 +367,34 @@ class Profiler:
         with self._lock:  # staging events also come from the push's polling thread
             if self._open is not None and self._open[0] == label:
                 return
-            now, jobs = time.perf_counter(), self._job_ids()
+            now = time.perf_counter()
             if self._open is not None:
-                name, start, before = self._open
+                name, start, jobs = self._open
                 self.records.append(
-                    {"phase": name, "seconds": round(now - start, 3), "jobs": self._jobs(jobs - before)}
+                    {"phase": name, "seconds": round(now - start, 3), "jobs": event.jobs - jobs}
                 )
-            self._open = None if label == "end" else (label, now, jobs)
-
-    def _job_ids(self) -> set[int]:
-        return set(self.spark.sparkContext.statusTracker().getJobIdsForGroup(None))
-
-    def _jobs(self, ids: set[int]) -> list[dict[str, Any]]:
-        store = self.spark.sparkContext._jsc.sc().statusStore()
-        jobs = []
-        for jid in sorted(ids):
-            for _ in range(20):  # the status store is updated by the listener bus, asynchronously
-                try:
-                    data = store.job(jid)
-                except Exception:
-                    data = None
-                if data is not None and data.completionTime().isDefined():
-                    break
-                time.sleep(0.05)
-            if data is None:
-                continue
-            sub, done = data.submissionTime(), data.completionTime()
-            secs = (
-                (done.get().getTime() - sub.get().getTime()) / 1000
-                if sub.isDefined() and done.isDefined()
-                else None
-            )
-            jobs.append(
-                {
-                    "job": jid,
-                    "seconds": secs,
-                    "tasks": data.numTasks(),
-                    "stages": data.stageIds().size(),
-                    "skipped_stages": data.numSkippedStages(),
-                    "status": str(data.status()),
-                }
-            )
-        return jobs
+            self._open = None if label == "end" else (label, now, event.jobs)
+            if label == "end":
+                self.total_jobs = event.jobs
 
     @contextlib.contextmanager
     def push(self) -> Iterator[dict[str, Any]]:
-        """Wrap one db.push: yields a dict filled with total seconds and the phases."""
-        self.records = []
+        """Wrap one db.push: yields a dict filled with total seconds, jobs and the phases."""
+        self.records, self.total_jobs, self._open = [], 0, None
         out: dict[str, Any] = {}
-        before = self._job_ids()
         start = time.perf_counter()
         yield out
         total = time.perf_counter() - start
         phases = list(self.records)
         accounted = sum(p["seconds"] for p in phases)
         phases.append(
-            {
-                "phase": "other (outside the push's events)",
-                "seconds": round(total - accounted, 3),
-                "jobs": [],
-            }
+            {"phase": "other (outside the push's events)", "seconds": round(total - accounted, 3), "jobs": 0}
         )
-        out.update(
-            total_seconds=round(total, 3),
-            spark_jobs=len(self._job_ids() - before),
-            phases=phases,
-        )
+        out.update(total_seconds=round(total, 3), spark_jobs=self.total_jobs, phases=phases)
 
 
 def summarize_phases(profiles: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Median seconds per phase label over several profiled pushes (jobs of the first kept)."""
+    """Median seconds and Spark jobs per phase label over several profiled pushes."""
     labels: list[str] = []
     for prof in profiles:
         for p in prof["phases"]:
@@ -445,16 +403,9 @@ def summarize_phases(profiles: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for label in labels:
         secs = [sum(p["seconds"] for p in prof["phases"] if p["phase"] == label) for prof in profiles]
-        first_jobs = [j for p in profiles[0]["phases"] if p["phase"] == label for j in p["jobs"]]
+        jobs = [sum(p["jobs"] for p in prof["phases"] if p["phase"] == label) for prof in profiles]
         out.append(
-            {
-                "phase": label,
-                "median_seconds": round(median(secs), 3),
-                "jobs_first_rep": [
-                    {k: j[k] for k in ("job", "seconds", "tasks", "stages", "skipped_stages")}
-                    for j in first_jobs
-                ],
-            }
+            {"phase": label, "median_seconds": round(median(secs), 3), "spark_jobs": int(median(jobs))}
         )
     return out
 

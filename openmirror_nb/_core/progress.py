@@ -17,7 +17,7 @@ import html
 import logging
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from openmirror_nb._core.model import PushResult
@@ -30,10 +30,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """Something a push did; ``elapsed`` is seconds since it started."""
+    """Something a push did; ``elapsed`` is seconds since it started, ``jobs`` how many Spark jobs
+    it has started so far (its own job group's, by Spark's status tracker): the difference between
+    two events is what ran between them."""
 
     table: str
     elapsed: float
+    jobs: int = field(default=0, kw_only=True)
 
     @property
     def text(self) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from openmirror_nb._core.landing_zone.journal import Journal
 from openmirror_nb._core.landing_zone.names import INTERNAL_FOLDER, SCHEMA_SUFFIX, data_extension
 from openmirror_nb._core.landing_zone.publish import crash_point, roll_forward
+from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.table_folder import (
     LEGACY_JOURNAL_FOLDER,
     LEGACY_SNAPSHOT_FOLDER,
@@ -39,6 +40,7 @@ class Settled:
 
     rolled_forward: Journal | None = None
     removed: tuple[str, ...] = ()
+    state: PushState | None = None
 
 
 def settle(home: TableFolder) -> Settled:
@@ -46,15 +48,24 @@ def settle(home: TableFolder) -> Settled:
 
     Every push of a table stages under its lock, so once the lock is ours, a staging folder no
     journal refers to belongs to a dead push, and key state the push state does not refer to
-    is left over from one.
+    is left over from one. ``Settled.state`` is the push state once settled.
+
+    Two listings say what is there to settle (the root's and the table's ``_openmirror``), so a
+    table with nothing left over costs them, one read of the state and one listing of its key
+    state: on OneLake each is a round trip.
     """
     storage, removed = home.storage, []
     rolled: Journal | None = None
-    for path in home.trash_entries():  # a drop that died after moving the folder away
-        storage.delete(path)
-        removed.append(path)
+    at_root = {e.name for e in storage.list_dir(INTERNAL_FOLDER) if e.is_dir}
+    inside = {e.name for e in storage.list_dir(home.internal)}
+    if _last(TRASH_FOLDER) in at_root:
+        for path in home.trash_entries():  # a drop that died after moving the folder away
+            storage.delete(path)
+            removed.append(path)
     legacy = False
-    for path in (home.legacy_journal_path, home.journal_path):  # an older version's one first
+    journals = [home.legacy_journal_path] if _last(LEGACY_JOURNAL_FOLDER) in at_root else []
+    journals += [home.journal_path] if _last(home.journal_path) in inside else []
+    for path in journals:  # an older version's one first
         journal = home.read_journal(path)
         if journal is None:
             continue
@@ -64,12 +75,14 @@ def settle(home: TableFolder) -> Settled:
         else:
             removed += [path, *_discard(home, journal)]
             storage.delete(path)
-    removed += _tidy(home)
+    state = home.read_state()
+    older = {_last(LEGACY_STAGING_FOLDER), _last(LEGACY_SNAPSHOT_FOLDER)} & at_root
+    removed += _tidy(home, state, staging=_last(home.staging_root) in inside, legacy=bool(older))
     if legacy or any(not r.startswith(f"{home.folder}/") for r in removed):
         _prune_root(home)
     if removed:
         log.warning("Table %s: removed what no push will finish: %s", home.ref, ", ".join(removed))
-    return Settled(rolled, tuple(removed))
+    return Settled(rolled, tuple(removed), state)
 
 
 def _prune_root(home: TableFolder) -> None:
@@ -98,15 +111,20 @@ def _keystate_of(journal: Journal) -> str | None:
     return mine[0] if mine else None
 
 
-def _tidy(home: TableFolder) -> list[str]:
-    """Staging no journal refers to, and key state the push state does not refer to."""
+def _last(path: str) -> str:
+    return path.rpartition("/")[2]
+
+
+def _tidy(home: TableFolder, state: PushState | None, *, staging: bool, legacy: bool) -> list[str]:
+    """Staging no journal refers to, and key state the push state does not refer to (``staging``,
+    ``legacy``: whether the table's staging folder and older versions' root folders exist)."""
     storage, removed = home.storage, []
-    state = home.read_state()
     live = set(state.key_state) if state else set()
-    for root in (home.staging_root, home.legacy_internals[0]):
+    staging_roots = ([home.staging_root] if staging else []) + ([home.legacy_internals[0]] if legacy else [])
+    for root in staging_roots:
         for entry in storage.list_dir(root):
             removed.append(f"{root}/{entry.name}")
-    for root in (home.keystate_root, home.legacy_internals[1]):
+    for root in [home.keystate_root] + ([home.legacy_internals[1]] if legacy else []):
         for entry in storage.list_dir(root):
             path = f"{root}/{entry.name}"
             if path not in live:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from openmirror_nb._core.errors import LandingZoneError, PathExistsError
+from openmirror_nb._core.errors import LandingZoneError, PathExistsError, StorageError
 from openmirror_nb._core.landing_zone.journal import Journal, JournalEntry
 from openmirror_nb._core.landing_zone.names import CLEANUP_FOLDERS, PARTNER_EVENTS_FILE, data_file_name
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
@@ -62,6 +62,12 @@ def _wait_for_next_second(storage: Storage, folder: str) -> None:
 def _place(storage: Storage, journal: Journal, entry: JournalEntry, *, recovering: bool) -> bool:
     """Publish one staged part under its number; ``False`` if another file holds that number."""
     final = journal.final(entry)
+    if not recovering:  # the part was listed just before the journal: rename it, no look first
+        try:
+            storage.rename(entry.staged, final)
+            return True
+        except StorageError:  # the number is taken, or the part is gone: look as a recovery does
+            return _place(storage, journal, entry, recovering=True)
     staged = storage.exists(entry.staged)
     name = data_file_name(entry.sequence, journal.extension)
     # Where this number is published already, if anywhere: the service (or the local mirror) may
@@ -113,7 +119,8 @@ def roll_forward(
     ``path``: where the journal is kept (default the table's; an older version's at the root).
     """
     storage, path = home.storage, path or home.journal_path
-    if journal.partner_events and not storage.exists(PARTNER_EVENTS_FILE):
+    # database-wide, written by the first push of the first table: looked for at a first push only
+    if journal.partner_events and journal.metadata and not storage.exists(PARTNER_EVENTS_FILE):
         try:
             storage.write_bytes(PARTNER_EVENTS_FILE, journal.partner_events.encode("utf-8"))
         except PathExistsError:

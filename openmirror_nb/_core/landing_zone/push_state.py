@@ -123,7 +123,7 @@ def next_state(
     *,
     key_columns: tuple[str, ...],
     schema: str,
-    folder: str,
+    folder: str | None,
     new_base: bool,
     rows: int,
     incarnation: str,
@@ -134,8 +134,9 @@ def next_state(
 ) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
-    ``prior``. ``source``: the (Delta table, version) the push brings the table to; ``seconds``:
-    how long the push took to decide (kept for the initial load, what a reseed costs again)."""
+    ``prior``; with no ``folder`` (the push published nothing) the key state stays as it was.
+    ``source``: the (Delta table, version) the push brings the table to; ``seconds``: how long
+    the push took to decide (kept for the initial load, what a reseed costs again)."""
     before = prior or PushState(
         key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
     )
@@ -143,7 +144,10 @@ def next_state(
     deltas: tuple[str, ...]
     base_rows: int | None
     delta_rows: int | None
-    if new_base:
+    if folder is None:
+        base, deltas, base_rows, delta_rows = before.base, before.deltas, before.base_rows, before.delta_rows
+        buckets = before.buckets
+    elif new_base:
         base, deltas, base_rows, delta_rows = folder, (), rows, 0
     else:
         base, deltas, base_rows = before.base, (*before.deltas, folder), before.base_rows

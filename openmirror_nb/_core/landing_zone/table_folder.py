@@ -23,6 +23,7 @@ removed.
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -90,6 +91,11 @@ class TableFolder:
     @property
     def journal_path(self) -> str:
         return f"{self.internal}/journal.json"
+
+    @property
+    def checked_path(self) -> str:
+        """When a push last found nothing to publish (``write_checked``)."""
+        return f"{self.internal}/checked.json"
 
     @property
     def staging_root(self) -> str:
@@ -170,6 +176,22 @@ class TableFolder:
 
     def write_journal(self, journal: Journal) -> None:
         self.storage.write_bytes(self.journal_path, journal.to_bytes(), overwrite=True)
+
+    def write_checked(self, at: float) -> None:
+        """Record that a push found nothing to publish at ``at`` (epoch seconds): all a push
+        that changes nothing writes, so that status tells an idle table from a dead job."""
+        self.storage.write_bytes(
+            self.checked_path, json.dumps({"checked": at}).encode("utf-8"), overwrite=True
+        )
+
+    def read_checked(self) -> float | None:
+        """When a push last found nothing to publish, or ``None`` (never, or unreadable)."""
+        try:
+            return float(json.loads(self.storage.read_bytes(self.checked_path))["checked"])
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError):
+            return None  # a record of when, not of what: one that cannot be read says nothing
 
     def file_names(self) -> list[str]:
         """Names of the files in the table folder and its cleanup folders."""

@@ -1,6 +1,7 @@
 """``scan(storage, table)``: what a table folder holds and what keeps it from replicating.
 
-Listings only, plus ``_metadata.json``, the push state and the lock's status: cheap enough to run
+Listings only, plus ``_metadata.json``, the push state, the time a push last found nothing to
+publish (``TableFolder.read_checked``) and the lock's status: cheap enough to run
 for every table of a database on OneLake. What it reports:
 
 - files pending (after the last one known processed), processed (``_ProcessedFiles``) and ready
@@ -62,6 +63,7 @@ class TableScan:
     exists: bool
     metadata: TableMetadata | None
     state: PushState | None
+    checked: float | None
     pending: tuple[DataFileInfo, ...]
     newest_processed: DataFileInfo | None
     processed: tuple[DataFileInfo, ...]
@@ -126,6 +128,7 @@ def scan(
         exists=exists,
         metadata=metadata,
         state=state,
+        checked=home.read_checked() if state is not None else None,
         pending=pending,
         newest_processed=next((f for f in numbered if f.sequence == done), None),
         processed=tuple(cleanup[PROCESSED_FOLDER]),

@@ -125,7 +125,6 @@ def to_change_rows(
     from pyspark.sql import functions as F
 
     df, order_by = _checked_feed(df, op_column=op_column, convention=convention, keys=keys, order_by=order_by)
-    partitions = max(1, df.rdd.getNumPartitions())
     # Input order is the tie-breaker, captured before the shuffle that would lose it.
     ordered = df.withColumn(_ORDER, F.monotonically_increasing_id())
     marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
@@ -137,11 +136,7 @@ def to_change_rows(
     shaped = ordered.select(*data, marker.alias(ROW_MARKER), *by, F.col(_ORDER))
     if compact:
         shaped = _net_changes(shaped, keys=keys, hidden=hidden)
-    return (
-        shaped.repartition(partitions, *[F.col(f"`{k}`") for k in keys])
-        .sortWithinPartitions(*hidden)
-        .drop(*hidden)
-    )
+    return _by_key(shaped, keys).sortWithinPartitions(*hidden).drop(*hidden)
 
 
 def _checked_feed(
@@ -203,3 +198,18 @@ def _net_changes(shaped: DataFrame, *, keys: tuple[str, ...], hidden: list[str])
         )
         .drop("_om_n", "_om_count", "_om_bad")
     )
+
+
+def _by_key(df: DataFrame, keys: tuple[str, ...]) -> DataFrame:
+    """``df`` hash-partitioned on the keys. With adaptive execution the partition count is left
+    to it, so a small feed is written as one file, not one per partition of its source (then
+    merged); a key still lives in one partition, as coalescing keeps hash partitions whole.
+    Without it, as many partitions as the source has."""
+    from pyspark.sql import functions as F
+
+    cols = [F.col(f"`{k}`") for k in keys]
+    conf = df.sparkSession.conf
+    adaptive = conf.get("spark.sql.adaptive.enabled", "true") == "true"
+    if adaptive and conf.get("spark.sql.adaptive.coalescePartitions.enabled", "true") == "true":
+        return df.repartition(*cols)
+    return df.repartition(max(1, df.rdd.getNumPartitions()), *cols)

@@ -7,11 +7,12 @@ the files to publish are uploaded into the store's staging folder.
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import Compression, RowMarker, TableOptions
@@ -42,6 +43,8 @@ class StageContext:
     table: str
     local_dir: str | None = None
     on_step: Callable[[str], None] | None = None  # the push's progress: which step runs now
+    push_id: str = ""
+    incarnation: str = ""
 
     def step(self, label: str) -> None:
         if self.on_step is not None:
@@ -78,18 +81,24 @@ def fetch_folder(storage: Storage, path: str, *, local_dir: str | None) -> str:
 
 @dataclass(frozen=True)
 class Staged:
-    """Checked files ready to publish, and the key state that goes with them.
+    """Checked files ready to publish (in ``folder``; ``None``: there are none), and the key
+    state that goes with them.
 
     ``new_base`` says whether the key state written is a whole new base (initial load, or a diff
     that compacted) or a delta on top of the current state; ``state_rows`` is how many rows it has;
     ``buckets`` is its bucket layout, if it has one (see ``pipeline.buckets``).
     """
 
-    folder: str
+    folder: str | None
     stats: stage.StagedStats
     new_base: bool
     state_rows: int
     buckets: int | None = None
+
+    @property
+    def nothing(self) -> bool:
+        """Nothing to publish and no key state worth keeping: the push changes nothing."""
+        return self.folder is None and not self.new_base
 
 
 def bucket_target(ctx: StageContext, prior: PushState | None, *, rows: int) -> int:
@@ -115,9 +124,7 @@ def write_state(
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    def rows_where(cond: Column, name: str) -> Column:
-        return F.sum(F.when(cond, 1).otherwise(0)).alias(name)
-
+    rows_where = stage.rows_where
     metrics = [
         F.count(F.lit(1)).alias("rows"),
         rows_where(stage.any_null(ctx.keys), "null_keys"),
@@ -163,69 +170,88 @@ def finish(
     split: bool,
     new_base: bool,
     state_rows: int | None,
-    stats: stage.StagedStats | None = None,
+    stats: stage.StagedStats,
     buckets: int | None = None,
+    merge: bool = True,
 ) -> Staged:
-    """Count what was staged, merge fragments, and upload when Spark worked locally."""
+    """Merge fragments (unless the data was written in as many files as it needs: ``merge``
+    False), and upload when Spark worked locally."""
     sub = "parts"
-    uri = ctx.uri(f"{ctx.staging}/{sub}")
-    kw: dict[str, Any] = {"options": ctx.options, "schema": schema, "keys": ctx.keys}
-    if stats is None:
-        ctx.step("counting rows per file")
-        stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
-    files = max(1, math.ceil(sum(stats.rows_by_file.values()) / ctx.rows_per_file))
-    if _fragmented(stats, files=files, rows_per_file=ctx.rows_per_file):
-        merged = ctx.uri(f"{ctx.staging}/compact")
+    files = max(1, math.ceil(stats.rows / ctx.rows_per_file))
+    if merge and _fragmented(
+        _part_names(ctx, sub), rows=stats.rows, files=files, rows_per_file=ctx.rows_per_file
+    ):
         ctx.step("merging small files")
-        stage.compact(
+        seen = stage.compact(
             ctx.spark,
-            src_uri=uri,
-            dst_uri=merged,
+            src_uri=ctx.uri(f"{ctx.staging}/{sub}"),
+            dst_uri=ctx.uri(f"{ctx.staging}/compact"),
             schema=schema,
             options=ctx.options,
             compression=ctx.compression,
             files=files,
             rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
         )
-        sub, uri = "compact", merged
-        stats = stage.staged_stats(ctx.spark, uri=uri, **kw)
+        sub, stats = (
+            "compact",
+            dataclasses.replace(stats, empty_first=seen["rows"] > 0 and not seen["first_rows"]),
+        )
     if ctx.local_dir is not None:
         ctx.step("uploading the staged files")
     ctx.upload(f"{ctx.staging}/{sub}")
     ctx.upload(ctx.state_dir)
-    rows = sum(stats.rows_by_file.values()) if state_rows is None else state_rows
+    rows = stats.rows if state_rows is None else state_rows
     return Staged(f"{ctx.staging}/{sub}", stats, new_base=new_base, state_rows=rows, buckets=buckets or None)
 
 
-def _fragmented(stats: stage.StagedStats, *, files: int, rows_per_file: int) -> bool:
+def _part_names(ctx: StageContext, sub: str) -> list[str]:
+    folder = f"{ctx.staging}/{sub}"
+    if ctx.local_dir is not None:
+        names = [p.name for p in (Path(ctx.local_dir) / folder).iterdir()]
+    else:
+        names = [e.name for e in ctx.storage.list_dir(folder)]
+    return [n for n in names if n.startswith("part-")]
+
+
+def _fragmented(names: list[str], *, rows: int, files: int, rows_per_file: int) -> bool:
     """Many small parts (a shuffled or over-partitioned source) make the service lag.
 
     Merging keeps every part whole and in order, and parts this small are never split by the
     reader, so a key's changes (all in one part, design §4) stay in order.
     """
-    names = list(stats.rows_by_file)
     if len(names) <= files:
         return False
     whole = all(stage.part_order(n)[1] == 0 for n in names)
-    return whole and sum(stats.rows_by_file.values()) / len(names) < rows_per_file / 4
+    return whole and rows / len(names) < rows_per_file / 4
 
 
-def write_data(ctx: StageContext, df: DataFrame, *, split: bool) -> None:
+def write_data(
+    ctx: StageContext, df: DataFrame, *, split: bool, markers: Sequence[int] = ()
+) -> stage.StagedStats:
+    """Write the data files; what they hold is counted by the same job (rows per marker of
+    ``markers``, NULL keys)."""
     ctx.step("writing the data files")
-    stage.write_parts(
+    seen = stage.write_parts(
         df,
         uri=ctx.uri(f"{ctx.staging}/parts"),
         options=ctx.options,
         compression=ctx.compression,
         rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
+        metrics=stage.marker_metrics(ctx.keys, markers=markers) if markers else (),
     )
+    return stage.stats_of(seen, markers=markers)
 
 
 def effective(
-    ctx: StageContext, prior: PushState, *, latest: DataFrame | None = None, place: int | None = None
+    ctx: StageContext,
+    prior: PushState,
+    *,
+    schema: StructType,
+    latest: DataFrame | None = None,
+    place: int | None = None,
 ) -> DataFrame | None:
     """The table's current key state, with ``latest`` applied, merged into ``place`` buckets
-    (see ``keystate.read_effective``)."""
+    (see ``keystate.read_effective``); ``schema``: the pushed frame's, which has the key columns."""
     small = latest is None and prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
     return keystate.read_effective(
         ctx.spark,
@@ -235,11 +261,15 @@ def effective(
         small_deltas=small,
         latest=latest,
         place=place,
+        schema=keystate.state_schema(schema, ctx.keys),
     )
 
 
-def stored(ctx: StageContext, prior: PushState, *, place: int) -> tuple[DataFrame | None, DataFrame | None]:
-    """The table's stored key state for a diff (see ``snapdiff.stored``)."""
+def stored(
+    ctx: StageContext, prior: PushState, *, place: int, schema: StructType
+) -> tuple[DataFrame | None, DataFrame | None]:
+    """The table's stored key state for a diff (see ``snapdiff.stored``); ``schema``: the
+    pushed frame's, which has the key columns."""
     return snapdiff.stored(
         ctx.spark,
         base=ctx.fetch(prior.base) if prior.base else None,
@@ -248,4 +278,5 @@ def stored(ctx: StageContext, prior: PushState, *, place: int) -> tuple[DataFram
         small_deltas=prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS,
         buckets=prior.buckets,
         place=place,
+        schema=keystate.state_schema(schema, ctx.keys),
     )

@@ -13,6 +13,7 @@ from openmirror_nb._core.errors import ChangeFeedError, preview
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
 from openmirror_nb._core.pipeline import checks, context, keystate, snapdiff, stage
+from openmirror_nb._core.pipeline.changes import INVALID_MARKER
 from openmirror_nb._core.pipeline.context import StageContext, Staged
 
 if TYPE_CHECKING:
@@ -22,17 +23,10 @@ if TYPE_CHECKING:
 def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
     """First push of a snapshot: every row, marker-free; its key state is read back from the
     staged files, so the source query runs once."""
-    context.write_data(ctx, shaped, split=True)
+    stats = context.write_data(ctx, shaped, split=True)
     uri = ctx.uri(f"{ctx.staging}/parts")
     staged = stage.read_staged(ctx.spark, uri=uri, schema=shaped.schema, options=ctx.options)
-    # counted first (footers, or one Spark job for text) to size the key state's buckets
-    stats = None if ctx.options.is_delimited else stage.footer_stats(uri)
-    if stats is None:
-        ctx.step("counting rows per file")
-        stats = stage.staged_stats(
-            ctx.spark, uri=uri, options=ctx.options, schema=shaped.schema, keys=ctx.keys
-        )
-    n = context.bucket_target(ctx, None, rows=sum(stats.rows_by_file.values()))
+    n = context.bucket_target(ctx, None, rows=stats.rows)
     seen = context.write_state(ctx, snapdiff.snapshot_state(staged, keys=ctx.keys, buckets=n), buckets=n)
     context.check_state(ctx, seen)
     return context.finish(
@@ -45,7 +39,8 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
 
     The key state written is a delta of the touched keys, or the whole next state when the
     deltas have grown past ``keystate.compaction_due``. Rows with duplicate keys are always
-    written, so that the error can name them.
+    written, so that the error can name them. With nothing changed (and nothing to compact)
+    nothing is written but the empty delta, which the push then drops (``Staged.nothing``).
     """
     from pyspark.sql import functions as F
 
@@ -53,7 +48,7 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
     # Both sides in the stored state's buckets: the stored side is then read without a shuffle,
     # and the join's output (the next state) is in the same buckets.
     n = context.bucket_target(ctx, prior, rows=0)
-    old, touched = context.stored(ctx, prior, place=n)
+    old, touched = context.stored(ctx, prior, place=n, schema=shaped.schema)
     new = snapdiff.snapshot_state(shaped, keys=ctx.keys, buckets=n, touched=touched)
     diff = snapdiff.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
     changed = F.col(keystate.CHANGE).isNotNull()
@@ -62,9 +57,49 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
     else:
         seen = context.write_state(ctx, diff, keep=changed | (F.col(keystate.ROWS) > 1))
     context.check_state(ctx, seen)
-    counts = {int(m): seen[f"change_{int(m)}"] for m in RowMarker if seen[f"change_{int(m)}"]}
-    total = sum(counts.values())
-    changes = ctx.spark.read.parquet(ctx.uri(ctx.state_dir)).where(changed)
+    total = sum(seen[f"change_{int(m)}"] for m in RowMarker)
+    state_rows = seen["rows"] if compact else None
+    if not total:
+        return Staged(
+            None,
+            stage.StagedStats(0, {}),
+            new_base=compact,
+            state_rows=state_rows or 0,
+            buckets=seen["buckets"] or None,
+        )
+    rows = _changed_rows(ctx, shaped, total=total)
+    # Each key occurs once in a diff, so its rows are dealt straight into as many files as the
+    # row count needs, rather than written as many fragments and merged afterwards. A table
+    # whose key state fits one bucket is small: its rows are read by one task, not shuffled.
+    files = max(1, math.ceil(total / ctx.rows_per_file))
+    placed = rows.coalesce(files) if n == 1 else rows.repartition(files)
+    stats = context.write_data(ctx, placed, split=True, markers=_DIFF_MARKERS)
+    return context.finish(
+        ctx,
+        rows.schema,
+        split=True,
+        new_base=compact,
+        state_rows=state_rows,
+        stats=stats,
+        buckets=seen["buckets"],
+        merge=False,
+    )
+
+
+_DIFF_MARKERS = (int(RowMarker.INSERT), int(RowMarker.UPDATE), int(RowMarker.DELETE), int(RowMarker.UPSERT))
+
+
+def _changed_rows(ctx: StageContext, shaped: DataFrame, *, total: int) -> DataFrame:
+    """The rows of the keys the diff found changed (as written in the key state), with their
+    markers: the source's row for an insert or update, the key alone for a delete."""
+    from pyspark.sql import functions as F
+
+    schema = keystate.state_schema(shaped.schema, ctx.keys, change=True)
+    changes = (
+        ctx.spark.read.schema(schema)
+        .parquet(ctx.uri(ctx.state_dir))
+        .where(F.col(keystate.CHANGE).isNotNull())
+    )
     keys = [F.col(f"`{k}`") for k in ctx.keys]
     touched = changes.where(F.col(keystate.CHANGE) != int(RowMarker.DELETE)).select(*keys, keystate.CHANGE)
     if total <= keystate.BROADCAST_ROWS:
@@ -77,36 +112,9 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
         for f in shaped.schema.fields
     ]
     deletes = changes.where(F.col(keystate.CHANGE) == int(RowMarker.DELETE))
-    rows = upserts.select(*data, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER)).unionByName(
+    return upserts.select(*data, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER)).unionByName(
         deletes.select(*typed_nulls, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER))
     )
-    # Each key occurs once in a diff, so its rows are dealt straight into as many files as the
-    # row count needs, rather than written as many fragments and merged afterwards.
-    files = max(1, math.ceil(total / ctx.rows_per_file))
-    context.write_data(ctx, rows.repartition(files), split=True)
-    return context.finish(
-        ctx,
-        rows.schema,
-        split=True,
-        new_base=compact,
-        state_rows=seen["rows"] if compact else None,
-        stats=_diff_stats(ctx, counts),
-        buckets=seen["buckets"],
-    )
-
-
-def _diff_stats(ctx: StageContext, counts: dict[int, int]) -> stage.StagedStats | None:
-    """Rows per file from the Parquet footers, per marker from the key state, when they agree.
-
-    They differ only when the source query returned other rows on its second read (a table
-    written to meanwhile); Spark then counts what was really staged.
-    """
-    if ctx.options.is_delimited:
-        return None
-    footers = stage.footer_stats(ctx.uri(f"{ctx.staging}/parts"))
-    if footers is None or sum(footers.rows_by_file.values()) != sum(counts.values()):
-        return None
-    return stage.StagedStats(footers.rows_by_file, {int(m): n for m, n in counts.items()}, 0)
 
 
 def stage_changes(
@@ -122,33 +130,38 @@ def stage_changes(
     ``invalid_values`` is called only when operation values outside the convention were found,
     to name a few of them in the error. The key state written is this push's delta or, once the
     deltas have grown past ``keystate.compaction_due``, the whole state as a new base, so a table
-    fed only by change pushes does not pile up deltas.
+    fed only by change pushes does not pile up deltas. An empty feed to a table that has a state
+    writes no key state at all (``Staged.nothing``).
     """
-    context.write_data(ctx, rows, split=False)
-    uri = ctx.uri(f"{ctx.staging}/parts")
-    ctx.step("counting rows per file and operation")
-    stats = stage.staged_stats(ctx.spark, uri=uri, schema=rows.schema, keys=ctx.keys, options=ctx.options)
-    bad = stats.rows_by_marker.get(-1, 0)
+    stats = context.write_data(ctx, rows, split=False, markers=_FEED_MARKERS)
+    bad = stats.rows_by_marker.get(INVALID_MARKER, 0)
     checks.check_stats(stats, keys=ctx.keys, table=ctx.table, invalid_values=invalid_values() if bad else ())
+    if not stats.rows and prior is not None:
+        return Staged(None, stats, new_base=False, state_rows=0)
+    uri = ctx.uri(f"{ctx.staging}/parts")
     staged = stage.read_staged(ctx.spark, uri=uri, schema=rows.schema, options=ctx.options)
-    if unique_keys:
-        dupes = stage.duplicate_keys(
-            ctx.spark, uri=uri, schema=rows.schema, options=ctx.options, keys=ctx.keys
-        )
-        if dupes:
-            raise ChangeFeedError(
-                f"Keys {preview([d[0] if len(d) == 1 else d for d in dupes])} occur more than once in this "
-                f"sys_op batch of table {ctx.table!r}; a Prostore delta allows one change per key."
-            )
-    delta = keystate.delta_state(staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited)
+    delta = keystate.delta_state(
+        staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited, count=unique_keys
+    )
+    repeated = None
+    if unique_keys:  # counted by the job that writes the key state
+        delta, repeated = keystate.count_repeated(delta)
     written: int | None = None
     if prior is not None and keystate.compaction_due(prior):
-        n = context.bucket_target(ctx, prior, rows=sum(stats.rows_by_file.values()))
-        merged = context.effective(ctx, prior, latest=delta, place=n) or delta
+        n = context.bucket_target(ctx, prior, rows=stats.rows)
+        merged = context.effective(ctx, prior, latest=delta, place=n, schema=rows.schema) or delta
         seen = context.write_state(ctx, merged, buckets=n)
         written = seen["rows"]
     else:
         seen = context.write_state(ctx, delta)
+    if repeated is not None and repeated.get["repeated"]:
+        dupes = stage.duplicate_keys(
+            ctx.spark, uri=uri, schema=rows.schema, options=ctx.options, keys=ctx.keys
+        )
+        raise ChangeFeedError(
+            f"Keys {preview([d[0] if len(d) == 1 else d for d in dupes])} occur more than once in this "
+            f"sys_op batch of table {ctx.table!r}; a Prostore delta allows one change per key."
+        )
     return context.finish(
         ctx,
         rows.schema,
@@ -160,12 +173,15 @@ def stage_changes(
     )
 
 
+_FEED_MARKERS = (*(int(m) for m in RowMarker), INVALID_MARKER)
+
+
 def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: PushState | None) -> None:
     """Prostore's rule (contract §9): a delete must carry exactly the current row, else the whole
     batch is refused. Compared through the key state's row hashes."""
     from pyspark.sql import functions as F
 
-    old = context.effective(ctx, prior) if prior else None
+    old = context.effective(ctx, prior, schema=deletes.schema) if prior else None
     h1, h2 = keystate.row_hashes(deletes, keys=ctx.keys)
     asked = deletes.select(*[F.col(f"`{k}`") for k in ctx.keys], h1.alias("_d1"), h2.alias("_d2"))
     if old is None:

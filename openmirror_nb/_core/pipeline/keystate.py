@@ -31,13 +31,14 @@ from openmirror_nb._core.pipeline import buckets as buckets_mod
 from openmirror_nb._core.pipeline.stage import PART_NAME
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+    from pyspark.sql.types import StructType
 
     from openmirror_nb._core.landing_zone.push_state import PushState
 
 ROWS, H1, H2, CHANGE = "_om_rows", "_om_h1", "_om_h2", "_om_change"
 _SALT = "openmirror_nb/row-hash/3"
-_ORDER, _SOURCE = "_om_order", "_om_source"
+_ORDER, _SOURCE, _CHANGES = "_om_order", "_om_source", "_om_changes"
 
 # Deltas are applied to the base by a broadcast while their rows stay under this bound (about
 # 40 MB of hash relation for a one-column key), which also caps how far they may grow.
@@ -92,8 +93,11 @@ def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]
     return F.xxhash64(*parts), F.xxhash64(F.lit(_SALT), *parts)
 
 
-def delta_state(staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True) -> DataFrame:
-    """One row per key of a published change set: the key's state after its last change.
+def delta_state(
+    staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True, count: bool = False
+) -> DataFrame:
+    """One row per key of a published change set: the key's state after its last change (with
+    ``count``, also how many changes the key had, for ``count_repeated``).
 
     Publication order is the staged part order (Spark task, then file counter) and the row
     position inside the part, which is exactly the order the mirror applies them in. Text files
@@ -113,13 +117,15 @@ def delta_state(staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool
         F.col(_ORDER),
     )
     last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), order)
-    grouped = staged.groupBy(*[F.col(_q(k)) for k in keys]).agg(last.alias("last"))
+    changes = [F.count(F.lit(1)).alias(_CHANGES)] if count else []
+    grouped = staged.groupBy(*[F.col(_q(k)) for k in keys]).agg(last.alias("last"), *changes)
     deleted = F.col("last.m") == int(RowMarker.DELETE)
     return grouped.select(
         *[F.col(_q(k)) for k in keys],
         F.when(deleted, 0).otherwise(1).cast("long").alias(ROWS),
         F.col("last.h1").alias(H1),
         F.col("last.h2").alias(H2),
+        *([F.col(_CHANGES)] if count else []),
     )
 
 
@@ -132,6 +138,7 @@ def read_effective(
     small_deltas: bool,
     latest: DataFrame | None = None,
     place: int | None = None,
+    schema: StructType | None = None,
 ) -> DataFrame | None:
     """The current state: the base snapshot with every later delta applied, live keys only.
 
@@ -139,11 +146,11 @@ def read_effective(
     applied to the base by a broadcast anti-join, so the base is read without a shuffle;
     otherwise base and deltas are merged by one group-by on the key, into ``place`` buckets if
     given (see ``pipeline.buckets``). ``latest`` is one more delta, not yet written, applied
-    after the others.
+    after the others. ``schema``: see ``read_state``.
     """
     from pyspark.sql import functions as F
 
-    sources = [spark.read.parquet(uri) for uri in ([base] if base else []) + deltas]
+    sources = [read_state(spark, uri, schema=schema) for uri in ([base] if base else []) + deltas]
     sources += [latest] if latest is not None else []
     if not sources:
         return None
@@ -158,9 +165,40 @@ def read_effective(
     return _latest(frames, keys=keys, buckets=place).where(F.col(ROWS) > 0)
 
 
-def merge_deltas(spark: SparkSession, deltas: list[str], *, keys: tuple[str, ...]) -> DataFrame:
+def merge_deltas(
+    spark: SparkSession, deltas: list[str], *, keys: tuple[str, ...], schema: StructType | None = None
+) -> DataFrame:
     """Per key the row of the newest delta that has it, tombstones (``_om_rows`` 0) included."""
-    return _latest(_frames([spark.read.parquet(uri) for uri in deltas], keys=keys), keys=keys)
+    return _latest(_frames([read_state(spark, uri, schema=schema) for uri in deltas], keys=keys), keys=keys)
+
+
+def state_schema(frame: StructType, keys: tuple[str, ...], *, change: bool = False) -> StructType:
+    """The columns of a key state written from a frame of schema ``frame``: its keys, then
+    ``_om_rows``, ``_om_h1``, ``_om_h2`` (and ``_om_change`` if ``change``)."""
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    # the key's type only: its metadata (a Delta source's Parquet field id) is not the state's
+    fields = [StructField(k, frame[k].dataType) for k in keys] + [
+        StructField(c, LongType()) for c in (ROWS, H1, H2)
+    ]
+    return StructType(fields + ([StructField(CHANGE, IntegerType())] if change else []))
+
+
+def read_state(spark: SparkSession, uri: str, *, schema: StructType | None) -> DataFrame:
+    """A key-state folder; with its ``schema`` (``state_schema``) no Spark job reads a footer
+    to infer it."""
+    return (spark.read if schema is None else spark.read.schema(schema)).parquet(uri)
+
+
+def count_repeated(delta: DataFrame) -> tuple[DataFrame, Observation]:
+    """``delta`` (``delta_state(..., count=True)``) without its count, observed for keys that
+    changed more than once (``observation.get["repeated"]``, once it is written)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    observation = Observation()
+    repeated = F.sum(F.when(F.col(_CHANGES) > 1, 1).otherwise(0)).alias("repeated")
+    return delta.observe(observation, repeated).drop(_CHANGES), observation
 
 
 def _frames(sources: list[DataFrame], *, keys: tuple[str, ...]) -> list[DataFrame]:

@@ -25,6 +25,39 @@ POLL_SECONDS = 0.5
 _GROUP = "spark.jobGroup.id"
 
 
+class PushJobs:
+    """The push's own Spark jobs, when someone listens to its progress: ``tagged`` puts them in a
+    job group of their own, ``count`` says how many have started (every event carries it).
+
+    The job group is this thread's local property (PySpark pins Python threads to JVM threads):
+    it is set for the push and put back as it was after, so the user's own jobs are neither
+    counted nor re-tagged. Without a listener nothing is set and ``count`` is 0.
+    """
+
+    def __init__(self, sc: SparkContext | None, group: str) -> None:
+        self.sc, self.group = sc, group
+
+    def count(self) -> int:
+        if self.sc is None:
+            return 0
+        try:
+            return len(self.sc.statusTracker().getJobIdsForGroup(self.group))
+        except Exception:  # the context is stopping: a progress display is no reason to fail
+            return 0
+
+    @contextmanager
+    def tagged(self) -> Iterator[None]:
+        if self.sc is None:
+            yield
+            return
+        before = self.sc.getLocalProperty(_GROUP)
+        self.sc.setLocalProperty(_GROUP, self.group)
+        try:
+            yield
+        finally:
+            self.sc.setLocalProperty(_GROUP, before)  # type: ignore[arg-type]  # None removes it
+
+
 class StagingSteps:
     """The step a push is staging (``on_step`` is ``StageContext.on_step``), shared with the
     thread that reads Spark's counts so its events name the step too."""
@@ -40,23 +73,20 @@ class StagingSteps:
 
 @contextmanager
 def spark_stages(
-    sc: SparkContext, *, group: str, say: Callable[..., ProgressEvent], progress: ProgressCallback | None
+    jobs: PushJobs, *, say: Callable[..., ProgressEvent], progress: ProgressCallback | None
 ) -> Iterator[StagingSteps]:
-    """Tag this thread's Spark jobs with ``group`` and report their stages until the block ends.
-
-    The job group is this thread's local property (PySpark pins Python threads to JVM threads):
-    it is set for the block and put back as it was after, so the user's own jobs are neither
-    counted nor re-tagged.
-    """
+    """Report the stages of the push's Spark jobs (``jobs``, tagged by the caller) until the
+    block ends, from a polling thread."""
     steps = StagingSteps(say, progress)
-    if progress is None:
+    if progress is None or jobs.sc is None:
         yield steps
         return
-    before = sc.getLocalProperty(_GROUP)
-    sc.setLocalProperty(_GROUP, group)
     stop = threading.Event()
     poller = threading.Thread(
-        target=_poll, args=(sc, group, steps, progress, stop), name="openmirror-push-progress", daemon=True
+        target=_poll,
+        args=(jobs.sc, jobs.group, steps, progress, stop),
+        name="openmirror-push-progress",
+        daemon=True,
     )
     poller.start()
     try:
@@ -64,7 +94,6 @@ def spark_stages(
     finally:
         stop.set()
         poller.join(30)  # its last reading: the counts of the finished stages
-        sc.setLocalProperty(_GROUP, before)  # type: ignore[arg-type]  # None removes it
 
 
 def _poll(

@@ -20,6 +20,7 @@ from openmirror_nb._core.pipeline.keystate import CHANGE, H1, H2, ROWS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 # a key's row in the merged deltas, carried on the new side: rows (0 = deleted), hashes
 D_ROWS, D1, D2 = "_om_drows", "_om_d1", "_om_d2"
@@ -39,26 +40,31 @@ def stored(
     small_deltas: bool,
     buckets: int | None,
     place: int | None,
+    schema: StructType | None = None,
 ) -> tuple[DataFrame | None, DataFrame | None]:
     """The stored state as (the base's live rows, the deltas' merged rows).
 
     The base is read bucketed when it has ``buckets``. Deltas too large to carry on the new side
     are merged with the base instead (one group-by, into ``place`` buckets): (that merge, None).
+    ``schema``: the state's columns (``keystate.state_schema``), so that no Spark job reads a
+    file footer to find them; else they are read from the files.
     """
     from pyspark.sql import functions as F
 
     if deltas and not small_deltas:
         merged = keystate.read_effective(
-            spark, base=base, deltas=deltas, keys=keys, small_deltas=False, place=place
+            spark, base=base, deltas=deltas, keys=keys, small_deltas=False, place=place, schema=schema
         )
         return merged, None
     old = None
     if base:
-        plain = spark.read.parquet(base).select(*[_q(c) for c in (*keys, ROWS, H1, H2)])
+        plain = keystate.read_state(spark, base, schema=schema).select(
+            *[_q(c) for c in (*keys, ROWS, H1, H2)]
+        )
         if buckets:
             old = buckets_mod.read(spark, uris=[base], schema=plain.schema, keys=keys, buckets=buckets)
         old = (plain if old is None else old).where(F.col(ROWS) > 0)
-    return old, keystate.merge_deltas(spark, deltas, keys=keys) if deltas else None
+    return old, keystate.merge_deltas(spark, deltas, keys=keys, schema=schema) if deltas else None
 
 
 def snapshot_state(

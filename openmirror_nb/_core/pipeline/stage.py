@@ -1,8 +1,9 @@
-"""Spark writes complete files into a staging folder, then reads back only what checks need.
+"""Spark writes complete files into a staging folder, counting what the checks need as it writes.
 
-Validation runs on the staged files, not the source: a DataFrame backed by an expensive query is
-computed once, and key checks read just the key columns from columnar files. Nothing is
-collected to the driver except per-file counts and the first few offending keys.
+Validation runs on what is staged, not on the source: a DataFrame backed by an expensive query
+is computed once. The counts (rows, rows per marker, NULL keys) are observed metrics of the job
+that writes the files, so no second job reads them back; nothing is collected to the driver
+except those counts and the first few offending keys of a rejected push.
 """
 
 from __future__ import annotations
@@ -10,15 +11,13 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.model import ROW_MARKER, Compression, TableOptions
 from openmirror_nb._core.storage.base import Storage
-from openmirror_nb._core.storage.local import FILE_SCHEME
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
 # part-<task>-<uuid>-c<file>.<ext>; the uuid itself can hold "-c<digits>", so match it exactly.
 PART_NAME = r"^part-(\d+)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-c(\d+)"
 _PART = re.compile(PART_NAME)
+_PLACE = "_om_partition"
 # A push never changes the user's Spark session, not even while it runs (other cells and
 # threads share it). What the files must hold is pinned per write instead:
 # - Parquet timestamps are INT64 microseconds, adjusted to UTC (Spark's default is the deprecated
@@ -53,17 +53,19 @@ class StagedPart:
     """One staged file, in publication order."""
 
     path: str
-    rows: int
     bytes: int
 
 
 @dataclass(frozen=True)
 class StagedStats:
-    """What the staged files hold: rows per file, rows per marker, rows with a NULL key."""
+    """What the staged files hold: rows, rows per marker, rows with a NULL key, and whether the
+    first Spark partition was empty (its file is then empty: Spark writes that one file even
+    without rows, and no file for any other empty partition)."""
 
-    rows_by_file: dict[str, int]
+    rows: int
     rows_by_marker: dict[int | None, int]
-    null_key_rows: int
+    null_key_rows: int = 0
+    empty_first: bool = False
 
 
 # Confs ``session_conf`` holds set, per (session, key): [pushes inside, the user's value].
@@ -155,18 +157,60 @@ def write_parts(
     options: TableOptions,
     compression: Compression,
     rows_per_file: int,
-) -> None:
-    """Spark writes the DataFrame as complete files under ``uri`` (one job, no collect)."""
+    metrics: Sequence[Column] = (),
+) -> dict[str, int]:
+    """Spark writes the DataFrame as complete files under ``uri`` (one job, no collect) and
+    returns what that job counted: ``rows``, ``first_rows`` (rows of the first partition) and
+    each of ``metrics`` (aggregates over the written rows, by their alias)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    observation = Observation()
+    # the partition is taken in the stage that writes, so it is the file's task
+    counted = [
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.when(F.col(_PLACE) == 0, 1).otherwise(0)).alias("first_rows"),
+        *metrics,
+    ]
+    observed = df.withColumn(_PLACE, F.spark_partition_id()).observe(observation, *counted).drop(_PLACE)
     if options.is_delimited:
-        _writer(df, rows_per_file).options(**_text_options(options)).csv(uri)
-        return
-    isolated = _isolated(df, _WRITE_CONF)
-    if isolated is not None:
-        _writer(isolated, rows_per_file).option("compression", compression).parquet(uri)
-        return
-    # Kept only for a Spark without session clones (see _WRITE_CONF): bounded, then restored.
-    with session_conf(df.sparkSession, _WRITE_CONF):
-        _writer(df, rows_per_file).option("compression", compression).parquet(uri)
+        _writer(observed, rows_per_file).options(**_text_options(options)).csv(uri)
+    else:
+        isolated = _isolated(observed, _WRITE_CONF)
+        if isolated is not None:
+            _writer(isolated, rows_per_file).option("compression", compression).parquet(uri)
+        else:
+            # Kept only for a Spark without session clones (see _WRITE_CONF): bounded, then restored.
+            with session_conf(df.sparkSession, _WRITE_CONF):
+                _writer(observed, rows_per_file).option("compression", compression).parquet(uri)
+    return {name: int(value or 0) for name, value in observation.get.items()}
+
+
+def rows_where(cond: Column, name: str) -> Column:
+    """An aggregate: how many rows meet ``cond``."""
+    from pyspark.sql import functions as F
+
+    return F.sum(F.when(cond, 1).otherwise(0)).alias(name)
+
+
+def marker_metrics(keys: tuple[str, ...], *, markers: Sequence[int]) -> list[Column]:
+    """Rows with a NULL key and rows per marker (``marker_<m>``), for ``write_parts``."""
+    from pyspark.sql import functions as F
+
+    marker = F.col(ROW_MARKER)
+    return [
+        rows_where(any_null(keys), "null_keys"),
+        *(rows_where(marker == m, f"marker_{m}") for m in markers),
+    ]
+
+
+def stats_of(seen: dict[str, int], *, markers: Sequence[int] = ()) -> StagedStats:
+    """``StagedStats`` from the counts of ``write_parts`` (with ``marker_metrics`` if ``markers``)."""
+    by_marker: dict[int | None, int] = {m: seen[f"marker_{m}"] for m in markers if seen[f"marker_{m}"]}
+    if not markers:
+        by_marker = {None: seen["rows"]}
+    empty_first = seen["rows"] > 0 and seen["first_rows"] == 0
+    return StagedStats(seen["rows"], by_marker, seen.get("null_keys", 0), empty_first=empty_first)
 
 
 def _writer(df: DataFrame, rows_per_file: int) -> DataFrameWriter:
@@ -189,45 +233,6 @@ def any_null(keys: tuple[str, ...]) -> Column:
     for key in keys:
         cond = cond | F.col(f"`{key}`").isNull()
     return cond
-
-
-def staged_stats(
-    spark: SparkSession, *, uri: str, schema: StructType, options: TableOptions, keys: tuple[str, ...]
-) -> StagedStats:
-    """One small aggregation over the key and marker columns of the staged files."""
-    from pyspark.sql import functions as F
-
-    staged = read_staged(spark, uri=uri, schema=schema, options=options)
-    null_key = any_null(keys)
-    marker = F.col(ROW_MARKER) if ROW_MARKER in schema.fieldNames() else F.lit(None).cast("int")
-    rows = (
-        staged.groupBy(F.col("_metadata.file_name").alias("file"), marker.alias("marker"))
-        .agg(F.count(F.lit(1)).alias("rows"), F.sum(F.when(null_key, 1).otherwise(0)).alias("nulls"))
-        .collect()
-    )
-    by_file: dict[str, int] = {}
-    by_marker: dict[int | None, int] = {}
-    nulls = 0
-    for row in rows:
-        by_file[row["file"]] = by_file.get(row["file"], 0) + row["rows"]
-        by_marker[row["marker"]] = by_marker.get(row["marker"], 0) + row["rows"]
-        nulls += row["nulls"] or 0
-    return StagedStats(by_file, by_marker, nulls)
-
-
-def footer_stats(uri: str) -> StagedStats | None:
-    """Rows per staged Parquet file from the file footers alone, when the files are local.
-
-    Serves marker-free initial loads, whose key checks run on the key state instead; ``None``
-    when the files are not on this machine (Spark then counts them).
-    """
-    import pyarrow.parquet as pq
-
-    if not uri.startswith(FILE_SCHEME):
-        return None
-    folder = Path(uri.removeprefix(FILE_SCHEME))
-    by_file = {p.name: pq.read_metadata(p).num_rows for p in folder.glob("part-*")}
-    return StagedStats(by_file, {None: sum(by_file.values())}, 0)
 
 
 def duplicate_keys(
@@ -255,17 +260,24 @@ def part_order(name: str) -> tuple[int, int, str]:
 
 
 def list_parts(storage: Storage, folder: str, stats: StagedStats, *, keep_empty: bool) -> list[StagedPart]:
-    """The staged data files in publication order; empty ones only if ``keep_empty`` (one kept)."""
+    """The staged data files in publication order; with no rows, none, or one if ``keep_empty``.
+
+    Raises ``FileNotFoundError`` when there are none: Spark writes at least its first
+    partition's file, so the folder was deleted (with the table folder, by hand).
+    """
     parts = [
-        StagedPart(f"{folder}/{e.name}", stats.rows_by_file.get(e.name, 0), e.size)
+        StagedPart(f"{folder}/{e.name}", e.size)
         for e in storage.list_dir(folder)
         if not e.is_dir and e.name.startswith("part-")
     ]
+    if not parts:
+        raise FileNotFoundError(folder)
     parts.sort(key=lambda p: part_order(p.path.rsplit("/", 1)[-1]))
-    with_rows = [p for p in parts if p.rows > 0]
-    if with_rows or not keep_empty:
-        return with_rows
-    return parts[:1]
+    if not stats.rows:
+        return parts[:1] if keep_empty else []
+    if stats.empty_first:
+        return [p for p in parts if part_order(p.path.rsplit("/", 1)[-1])[:2] != (0, 0)]
+    return parts
 
 
 def compact(
@@ -278,10 +290,11 @@ def compact(
     compression: Compression,
     files: int,
     rows_per_file: int,
-) -> None:
-    """Rewrite many small staged files as ``files`` larger ones, each old file kept whole."""
+) -> dict[str, int]:
+    """Rewrite many small staged files as ``files`` larger ones, each old file kept whole
+    (``write_parts``'s counts)."""
     staged = read_staged(spark, uri=src_uri, schema=schema, options=options)
-    write_parts(
+    return write_parts(
         staged.coalesce(files),
         uri=dst_uri,
         options=options,

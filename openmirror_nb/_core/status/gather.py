@@ -210,11 +210,18 @@ def _table(
         processed_rows=mirror.processed_rows if mirror else None,
         mirrored_rows=mirrored_rows,
         state_rows=state.exact_rows if state else None,
-        last_push=datetime.fromtimestamp(state.last_push, UTC) if state and state.last_push else None,
+        last_push=_when(state.last_push if state else None),
         last_sync=mirror.last_sync if mirror else None,
+        last_checked=_when(
+            max(filter(None, (state.last_push if state else None, found.checked)), default=None)
+        ),
         lag_seconds=_lag(pending, now, listed=mirror is not None),
         notes=tuple(notes),
     )
+
+
+def _when(epoch: float | None) -> datetime | None:
+    return datetime.fromtimestamp(epoch, UTC) if epoch else None
 
 
 def _failed_sequence(mirror: MirrorView | None) -> int | None:

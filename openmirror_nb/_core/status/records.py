@@ -43,6 +43,7 @@ COLUMNS = (
     "source_rows",
     "last_push",
     "last_sync",
+    "last_checked",
     "lag_seconds",
 )
 
@@ -103,6 +104,9 @@ class TableStatus:
         mirrored_rows: Rows in the mirrored table, when counted (local databases, ``reconcile``).
         state_rows: Rows in the publisher's key state, when known exactly.
         last_push: When this toolkit last pushed to the table; ``last_sync``: the mirror's last sync.
+        last_checked: When a push last looked at the table: the last push, or a later one that
+            found nothing to publish. A scheduled job that keeps finding nothing keeps this
+            moving while ``last_push`` stands still; a dead job lets both age.
         lag_seconds: How long the oldest pending file has waited (0 with nothing pending).
         reconciliation: Row counts compared, with ``reconcile=True``.
         notes: Anything a source could not tell, in words.
@@ -125,6 +129,7 @@ class TableStatus:
     state_rows: int | None = None
     last_push: datetime | None = None
     last_sync: datetime | None = None
+    last_checked: datetime | None = None
     lag_seconds: float | None = None
     reconciliation: Reconciliation | None = None
     notes: tuple[str, ...] = ()
@@ -196,6 +201,7 @@ class TableStatus:
             "source_rows": recon.source_rows if recon else None,
             "last_push": self.last_push,
             "last_sync": self.last_sync,
+            "last_checked": self.last_checked,
             "lag_seconds": self.lag_seconds,
         }
 
@@ -230,6 +236,7 @@ def _detail_html(t: TableStatus, now: datetime) -> str:
         ("rows", t.rows_text),
         ("key-state rows", "-" if t.state_rows is None else f"{t.state_rows:,}"),
         ("last push", since(t.last_push, now)),
+        ("last checked", since(t.last_checked, now)),
         ("last sync", since(t.last_sync, now)),
     ]
     if t.error:

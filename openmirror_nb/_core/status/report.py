@@ -108,9 +108,11 @@ def summary_line(report: StatusReport) -> str:
 def _detail(t: TableStatus, now: datetime) -> str:
     if t.health in ("failed", "blocked", "warning"):
         return t.advice[0] if t.advice else t.status
+    # when a push last looked: an idle table's scheduled job keeps this recent, a dead one does not
+    checked = f", checked {since(t.last_checked, now)}" if t.last_checked else ""
     if t.pending:
-        return f"{len(t.pending):,} pending, oldest waiting {ago(t.lag_seconds)}"
-    return f"{t.processed_files:,} processed, {t.rows_text} rows, synced {since(t.last_sync, now)}"
+        return f"{len(t.pending):,} pending, oldest waiting {ago(t.lag_seconds)}{checked}"
+    return f"{t.processed_files:,} processed, {t.rows_text} rows, synced {since(t.last_sync, now)}{checked}"
 
 
 def as_text(report: StatusReport) -> str:
@@ -137,7 +139,7 @@ def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = N
     pane's sparklines)."""
     out = []
     now = report.taken_at
-    span = 8 if trend is None else 9
+    span = 9 if trend is None else 10
     for t in report.tables:
         name = html.escape(t.table)
         last = "" if trend is None else f"<td>{trend.get(t.table, '')}</td>"
@@ -146,7 +148,8 @@ def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = N
             f"<td>{html.escape(t.status)}</td><td style='text-align:right'>{len(t.pending):,}</td>"
             f"<td style='text-align:right'>{t.processed_files:,}</td>"
             f"<td>{html.escape(t.failed_file or '')}</td><td style='text-align:right'>{t.rows_text}</td>"
-            f"<td>{since(t.last_sync, now)}</td><td style='text-align:right'>{ago(t.lag_seconds)}</td>"
+            f"<td>{since(t.last_sync, now)}</td><td>{since(t.last_checked, now)}</td>"
+            f"<td style='text-align:right'>{ago(t.lag_seconds)}</td>"
             f"{last}</tr>"
         )
         if t.health in ("failed", "blocked", "warning"):
@@ -161,7 +164,7 @@ def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = N
 GRID_HEADER = (
     "<tr><th></th><th style='text-align:left'>table</th><th style='text-align:left'>status</th>"
     "<th>pending</th><th>processed</th><th style='text-align:left'>failed file</th><th>rows</th>"
-    "<th style='text-align:left'>last sync</th><th>lag</th></tr>"
+    "<th style='text-align:left'>last sync</th><th style='text-align:left'>last checked</th><th>lag</th></tr>"
 )
 
 

@@ -1,0 +1,63 @@
+"""What a push checks about the table before it stages, under its lock: that the table is in the
+life the push started against (no reseed since, none half done), and that a sync's source is at
+the version it was read at."""
+
+from __future__ import annotations
+
+from openmirror_nb._core.errors import LandingZoneError
+from openmirror_nb._core.landing_zone.push_state import PushState
+from openmirror_nb._core.landing_zone.reseed_journal import LOADED, read_reseed
+from openmirror_nb._core.landing_zone.table_folder import TableFolder
+from openmirror_nb._core.pipeline.request import PushRequest
+
+
+def incarnation(home: TableFolder) -> str | None:
+    """The table's life as its push state says (``None``: no state, or one that cannot be read,
+    which is settled or reported under the lock)."""
+    try:
+        state = home.read_state()
+    except LandingZoneError:
+        return None
+    return state.incarnation if state else None
+
+
+def check_life(
+    home: TableFolder, state: PushState | None, life: str | None, *, reseed: bool, reseeding: bool
+) -> None:
+    """Refuse to push into a reseed that has not loaded yet, or into another life of the table
+    than the one this push started against (``life``; ``reseeding``: a reseed was running then):
+    it was reseeded while the push waited for the lock. ``state``: the table's, as settled."""
+    if reseed:
+        return
+    table = str(home.ref)
+    running = read_reseed(home)
+    if running is not None and running.done < LOADED:
+        raise LandingZoneError(
+            f"Table {table} is being reseeded ({running.step_text}); a push waits until the new data "
+            f"is in: finish the reseed with db.apply_schema_change(plan, df, confirm={table!r})."
+        )
+    now = state.incarnation if state else None
+    if (life and now and now != life) or (reseeding and now):
+        raise LandingZoneError(
+            f"Table {table} was reseeded (or dropped and pushed again) while this push waited for its "
+            "lock; its schema and keys may have changed: check db.describe() and push again."
+        )
+
+
+def check_source(request: PushRequest, state: PushState | None) -> None:
+    """A sync was read against the version the table held then; another sync may have moved it."""
+    if request.source is None:
+        return
+    held = state.source_version if state else None
+    if held != request.source_after:
+        raise LandingZoneError(
+            f"Table {request.table} holds version {held} of {request.source[0]} now, but this sync read "
+            f"it at version {request.source_after}; another sync ran meanwhile: run sync_delta again."
+        )
+
+
+def moves_source(request: PushRequest, state: PushState | None) -> bool:
+    """Whether this push brings the table to another version of its sync source (which is then
+    committed even when nothing is published)."""
+    held = state.source_version if state else None
+    return request.source is not None and request.source[1] != held

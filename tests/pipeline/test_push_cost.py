@@ -1,0 +1,202 @@
+"""What a push costs beyond its data (issue 25): the Spark jobs of each phase, as the progress
+events count them; the round trips to the store; and a push that finds nothing to publish,
+which writes nothing but the time it looked."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import Counter
+from datetime import UTC, datetime
+
+import pyarrow.parquet as pq
+import pytest
+
+from openmirror_nb._core.landing_zone import TableFolder
+from openmirror_nb._core.pipeline import buckets, keystate
+from openmirror_nb._core.progress import Finished, Staging, Validating
+
+pytestmark = pytest.mark.spark
+
+
+def orders(spark, n=200, *, v="a", parts=2):
+    return spark.range(0, n, numPartitions=parts).selectExpr("id", f"concat('{v}', id % 7) AS v")
+
+
+def files_under(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+class Steps:
+    """A progress callback that keeps, per staging step, the push's job count when it began."""
+
+    def __init__(self):
+        self.events = []
+
+    def __call__(self, event):
+        self.events.append(event)
+
+    def jobs_by_step(self):
+        """Spark jobs run in each step (the difference to the next step's first event)."""
+        marks = [(e.step, e.jobs) for e in self.events if isinstance(e, Staging) and e.step and not e.stages]
+        marks.append(("end", self.total))
+        return {step: after - jobs for (step, jobs), (_, after) in itertools.pairwise(marks)}
+
+    @property
+    def before_staging(self):
+        return next(e.jobs for e in self.events if isinstance(e, Staging))
+
+    @property
+    def total(self):
+        return next(e.jobs for e in self.events if isinstance(e, Finished))
+
+
+def test_every_event_carries_the_pushs_own_job_count(spark, db):
+    steps = Steps()
+    spark.range(10).count()  # a job of the user's own: never counted
+    db.push(orders(spark), table="t", keys=["id"], progress=steps)
+    counts = [e.jobs for e in steps.events]
+    assert isinstance(steps.events[0], Validating) and counts[0] == 0
+    assert max(counts) == steps.total >= 2  # the data files and the key state, at least
+    assert sum(steps.jobs_by_step().values()) + steps.before_staging == steps.total
+    # nothing reads a file footer to learn a schema it knows: no job before the staging
+    assert steps.before_staging == 0
+
+
+def test_a_small_push_runs_only_the_jobs_that_write(spark, db, monkeypatch):
+    """Counted by the job that writes: no step of its own counts rows, checks markers or reads
+    a schema back. A change feed writes its files (a shuffle keeps each key in one file, in
+    order) and its key-state delta; a diff writes its key-state delta and then its changed rows.
+    (A small table, as it is outside the suite: its key state in one bucket.)"""
+    monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 250_000)
+    db.push(orders(spark), table="t", keys=["id"], progress=False)
+    feed = spark.createDataFrame([(1, "x", 4), (2, None, 2), (500, "n", 0)], "id long, v string, op int")
+    steps = Steps()
+    db.push(feed, table="t", mode="changes", op_column="op", progress=steps)
+    by_step = steps.jobs_by_step()
+    assert set(by_step) == {"writing the data files", "writing the key state"}, by_step
+    assert steps.before_staging == 0 and steps.total <= 4, by_step
+    steps = Steps()
+    db.push(orders(spark, v="b").where("id < 190"), table="t", keys=["id"], progress=steps)
+    by_step = steps.jobs_by_step()
+    assert list(by_step) == ["writing the key state", "checking the keys", "writing the data files"]
+    assert by_step["checking the keys"] == 0 and steps.before_staging == 0, by_step
+    # the key state: the snapshot's shuffle, the join; the changed rows: the changed keys'
+    # broadcast, the write (one task reads a small table: no shuffle deals the rows into files)
+    assert by_step["writing the key state"] <= 2 and by_step["writing the data files"] <= 2, by_step
+
+
+def test_an_unchanged_snapshot_writes_only_when_it_looked(spark, db, lz):
+    db.push(orders(spark), table="t", keys=["id"])
+    db.push(orders(spark, v="b"), table="t", keys=["id"])  # a diff: base and one delta
+    folder = lz / "t"
+    before = files_under(folder)
+    state_before = json.loads((folder / "_openmirror" / "state.json").read_text())
+    steps = Steps()
+    result = db.push(orders(spark, v="b"), table="t", keys=["id"], progress=steps)
+    assert result.sequence_numbers == () and result.rows == {} and result.files == ()
+    assert "nothing changed" in repr(result)
+    after = files_under(folder)
+    # no data file, no key-state delta, no state rewrite: one small record of the check
+    assert {k: v for k, v in after.items() if k != "_openmirror/checked.json"} == before
+    checked = json.loads(after["_openmirror/checked.json"])["checked"]
+    assert checked >= state_before["last_push"]
+    # and it stopped after the join that found nothing: no job writes data files
+    assert "writing the data files" not in steps.jobs_by_step()
+    # checked again: the record moves, nothing else does
+    db.push(orders(spark, v="b"), table="t", keys=["id"], progress=False)
+    again = files_under(folder)
+    assert {k: v for k, v in again.items() if k != "_openmirror/checked.json"} == before
+    assert json.loads(again["_openmirror/checked.json"])["checked"] >= checked
+
+
+def test_unchanged_snapshots_never_bring_a_rewrite_of_the_key_state(spark, db, lz, monkeypatch):
+    """Before, every unchanged snapshot added an empty delta, and the 16th made the next push
+    rewrite the whole base; now they leave the deltas as they are."""
+    monkeypatch.setattr(keystate, "MAX_DELTAS", 2)
+    db.push(orders(spark), table="t", keys=["id"])
+    db.push(orders(spark, v="b"), table="t", keys=["id"])
+    state = json.loads((lz / "t" / "_openmirror" / "state.json").read_text())
+    for _ in range(3):
+        db.push(orders(spark, v="b"), table="t", keys=["id"], progress=False)
+    assert json.loads((lz / "t" / "_openmirror" / "state.json").read_text()) == state
+    assert len(state["deltas"]) == 1
+
+
+def test_an_unchanged_snapshot_due_to_compact_commits_the_base_it_wrote(spark, db, lz, monkeypatch):
+    """A diff due to compact writes the whole key state before it knows that nothing changed:
+    that base is committed (once), so the next unchanged snapshot writes nothing again."""
+    db.push(orders(spark), table="t", keys=["id"])
+    db.push(orders(spark, v="b"), table="t", keys=["id"])
+    monkeypatch.setattr(keystate, "MAX_DELTAS", 1)
+    result = db.push(orders(spark, v="b"), table="t", keys=["id"])
+    state = json.loads((lz / "t" / "_openmirror" / "state.json").read_text())
+    assert result.sequence_numbers == () and state["deltas"] == [] and state["base_rows"] == 200
+    before = files_under(lz / "t")
+    db.push(orders(spark, v="b"), table="t", keys=["id"], progress=False)
+    after = files_under(lz / "t")
+    assert {k: v for k, v in after.items() if k != "_openmirror/checked.json"} == {
+        k: v for k, v in before.items() if k != "_openmirror/checked.json"
+    }
+    # and the compacted base still finds what changes next
+    result = db.push(orders(spark, v="b").where("id > 0"), table="t", keys=["id"])
+    assert result.rows == {"delete": 1}
+
+
+def test_an_empty_change_feed_writes_no_key_state(spark, db, lz):
+    db.push(orders(spark), table="t", keys=["id"])
+    before = files_under(lz / "t")
+    empty = spark.createDataFrame([], "id long, v string, op int")
+    result = db.push(empty, table="t", mode="changes", op_column="op")
+    assert result.sequence_numbers == () and result.rows == {}
+    after = files_under(lz / "t")
+    assert set(after) - set(before) == {"_openmirror/checked.json"}
+    assert {k: after[k] for k in before} == before
+
+
+def test_status_tells_an_idle_table_from_a_dead_job(spark, db):
+    db.push(orders(spark), table="t", keys=["id"])
+    pushed = db.status().tables[0]
+    assert pushed.last_checked == pushed.last_push is not None
+    db.push(orders(spark), table="t", keys=["id"])  # nothing changed
+    table = db.status().tables[0]
+    assert table.last_push == pushed.last_push and table.last_checked > table.last_push
+    assert table.row()["last_checked"] == table.last_checked
+    now = datetime.now(UTC)
+    report = db.status()
+    assert "checked" in repr(report) and "last checked" in report._repr_html_()
+    assert (now - table.last_checked).total_seconds() < 600
+
+
+def test_an_empty_first_partition_publishes_no_empty_file(spark, db, lz):
+    """Spark writes its first partition's file even when that partition is empty (no other
+    empty partition gets one); such a file is never published after the first push."""
+    df = spark.range(0, 30, numPartitions=3).where("id >= 10").selectExpr("id", "'v' AS v")
+    result = db.push(df, table="t", keys=["id"], rows_per_file=100)
+    published = [lz / "t" / f"{n:020d}.parquet" for n in result.sequence_numbers]
+    assert published and all(pq.read_metadata(p).num_rows > 0 for p in published)
+    assert sum(pq.read_metadata(p).num_rows for p in published) == 20 == result.rows["initial"]
+
+
+def test_a_push_to_a_table_reads_its_state_once_under_the_lock(spark, db, monkeypatch):
+    """Round trips, which OneLake charges one by one: the push state is read once before the lock
+    (which life the push is for) and once under it; one existence check (whether the staging
+    folder is new) and one per staged file's rename, no more."""
+    db.push(orders(spark), table="t", keys=["id"])
+    calls = Counter()
+    home = TableFolder.of(db.storage, "t")
+    for name in ("read_bytes", "exists", "list_dir", "write_bytes", "delete"):
+        real = getattr(db.storage, name)
+
+        def spy(path, *args, _real=real, _name=name, **kwargs):
+            calls[(_name, path)] += 1
+            return _real(path, *args, **kwargs)
+
+        monkeypatch.setattr(db.storage, name, spy)
+    result = db.push(orders(spark, v="c"), table="t", keys=["id"], progress=False)
+    assert len(result.sequence_numbers) == 1
+    assert calls[("read_bytes", home.state_path)] == 2, calls
+    assert calls[("read_bytes", home.metadata_path)] == 1, calls
+    assert sum(n for (kind, _), n in calls.items() if kind == "exists") <= 1, calls
+    assert calls[("write_bytes", home.state_path)] == 1
+    assert sum(calls.values()) <= 22, sorted(calls.items())
