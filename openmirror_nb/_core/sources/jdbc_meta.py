@@ -83,7 +83,7 @@ def describe_tables(spark: SparkSession, source: Jdbc) -> dict[str, _Described]:
             found[name] = facts
         return found
     except Exception as exc:
-        raise _failure(exc, source) from None
+        raise _failure(exc, source, connected=True) from None
     finally:
         conn.close()
 
@@ -131,7 +131,7 @@ def _connect(spark: SparkSession, source: Jdbc) -> Any:
         raise _failure(exc, source, driver=driver) from None
 
 
-def _failure(exc: Exception, source: Jdbc, driver: str | None = None) -> Exception:
+def _failure(exc: Exception, source: Jdbc, driver: str | None = None, connected: bool = False) -> Exception:
     if isinstance(exc, ConfigError | NotSupportedError | MissingDependencyError):
         return exc
     line = source.hide(java_line(exc))
@@ -139,6 +139,11 @@ def _failure(exc: Exception, source: Jdbc, driver: str | None = None) -> Excepti
         return MissingDependencyError(
             f"No JDBC driver for {source.url} on the Spark session ({line}); put its jar on spark.jars "
             f"(and pass driver= its class{f', {driver}' if driver else ''}): see the many-tables guide."
+        )
+    if connected:
+        return ConfigError(
+            f"Cannot read the tables of JDBC source {source.url} ({line}); check that its user may read "
+            "the database's catalog."
         )
     return ConfigError(
         f"Cannot connect to JDBC source {source.url} ({line}); check its host, port, database, user and "
