@@ -70,6 +70,17 @@ if TYPE_CHECKING:
     from openmirror_nb._core.pipeline.delta_sync import read_delta
     from openmirror_nb._core.runtime import get_spark, is_fabric
     from openmirror_nb._core.schema_change import Change, ReseedResult, SchemaPlan
+    from openmirror_nb._core.sources import (
+        Catalog,
+        DeltaFolder,
+        Jdbc,
+        KeyOrigin,
+        PlannedTable,
+        SourcePlan,
+        SourceTable,
+        Strategy,
+        load_plan,
+    )
     from openmirror_nb._core.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
     from openmirror_nb._core.table_info import ColumnInfo, TableInfo
 
@@ -79,6 +90,7 @@ __all__ = [
     "DEFAULT_ROWS_PER_FILE",
     "Blocker",
     "Cancelled",
+    "Catalog",
     "Change",
     "ChangeFeedError",
     "ColumnInfo",
@@ -89,12 +101,15 @@ __all__ = [
     "CredentialError",
     "DataFileInfo",
     "DelimitedTextOptions",
+    "DeltaFolder",
     "DropResult",
     "FileFormat",
     "Finished",
     "InvalidNameError",
+    "Jdbc",
     "KeyColumnsError",
     "KeyHistory",
+    "KeyOrigin",
     "KeyProfile",
     "KeyVersion",
     "LandingZoneError",
@@ -109,6 +124,7 @@ __all__ = [
     "OpenMirrorError",
     "PartnerInfo",
     "PathExistsError",
+    "PlannedTable",
     "ProgressEvent",
     "Publishing",
     "PushCancelledError",
@@ -123,9 +139,12 @@ __all__ = [
     "RowMarker",
     "SchemaChangeError",
     "SchemaPlan",
+    "SourcePlan",
+    "SourceTable",
     "Staging",
     "StatusReport",
     "StorageError",
+    "Strategy",
     "SyncLimits",
     "SyncResult",
     "TableInfo",
@@ -144,6 +163,7 @@ __all__ = [
     "connect",
     "get_spark",
     "is_fabric",
+    "load_plan",
     "profile_keys",
     "read_delta",
     "suggest_keys",
@@ -179,6 +199,15 @@ _LAZY = {
     "Blocker": "openmirror_nb._core.landing_zone",
     "ColumnInfo": "openmirror_nb._core.table_info",
     "read_delta": "openmirror_nb._core.pipeline.delta_sync",
+    "Catalog": "openmirror_nb._core.sources",
+    "DeltaFolder": "openmirror_nb._core.sources",
+    "Jdbc": "openmirror_nb._core.sources",
+    "KeyOrigin": "openmirror_nb._core.sources",
+    "PlannedTable": "openmirror_nb._core.sources",
+    "SourcePlan": "openmirror_nb._core.sources",
+    "SourceTable": "openmirror_nb._core.sources",
+    "Strategy": "openmirror_nb._core.sources",
+    "load_plan": "openmirror_nb._core.sources",
 }
 
 

@@ -39,6 +39,8 @@ ALLOWED: dict[str, set[str]] = {
     "status": BASE | {"storage", "landing_zone", "fabric", "mirror"},
     "schema_change": BASE | {"storage", "landing_zone", "pipeline", "fabric", "mirror", "status"},
     "keys": BASE | {"storage", "landing_zone", "pipeline"},
+    # Many tables (issue 27): sources discovered into plans, with the push's checks and suggestions.
+    "sources": BASE | {"storage", "landing_zone", "pipeline", "keys", "table_info"},
     "api": BASE
     | {
         "storage",
@@ -50,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
         "status",
         "keys",
         "schema_change",
+        "sources",
     },
     # The skins use the public API only (issue 24): the package root (``openmirror_nb``, its names
     # in ``__all__``), the panels, each other, and the error family they catch and word.
@@ -69,6 +72,7 @@ ALLOWED: dict[str, set[str]] = {
         "mirror",
         "pipeline",
         "schema_change",
+        "sources",
         "status",
         "table_info",
         "widgets",

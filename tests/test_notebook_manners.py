@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -176,6 +177,7 @@ try:
     spark.range(1).selectExpr("assert_true(false)").collect()  # a real error: its log must show
 except Exception:
     print("FAILED AS ASKED")
+print("JARS", spark.sparkContext.getConf().get("spark.jars", "none"))
 """
 
 USERS = """
@@ -195,6 +197,7 @@ jvm = mine.sparkContext._jvm
 print("LEVEL", jvm.org.apache.logging.log4j.LogManager.getRootLogger().getLevel())
 print("JAVA", mine.sparkContext.getConf().get("spark.driver.extraJavaOptions", "none"))
 print("PARTITIONS", mine.conf.get("spark.sql.shuffle.partitions"))
+print("JARS", mine.sparkContext.getConf().get("spark.jars", "none"))
 """
 
 
@@ -227,6 +230,9 @@ def test_a_session_the_toolkit_starts_keeps_its_start_up_lines_out_of_the_cell(s
     # quiet, not mute: the level is ERROR and a failing task still says so
     assert "LEVEL ERROR" in out and "FAILED AS ASKED" in out
     assert " ERROR Executor: Exception in task" in err
+    # Debian's JDBC driver, when installed, is on spark.jars (what a Jdbc source reads through)
+    driver = Path("/usr/share/java/postgresql.jar")
+    assert f"JARS {driver if driver.is_file() else 'none'}\n" in out
 
 
 @pytest.mark.spark
@@ -235,3 +241,20 @@ def test_a_session_the_user_started_keeps_its_level_and_options(started):
     assert "LEVEL INFO" in out
     assert "JAVA " in out and "log4j2.configurationFile" not in out  # no option of ours slipped in
     assert "PARTITIONS 200" in out  # nor any of get_spark's settings (Spark's default stays)
+    assert "JARS none" in out  # nor our driver jar
+
+
+def test_jars_the_user_chose_at_launch_or_in_spark_defaults_are_left_alone(monkeypatch, tmp_path):
+    from openmirror_nb._core.runtime import _jars_chosen
+
+    for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert not _jars_chosen()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--jars /opt/drivers/mssql.jar pyspark-shell")
+    assert _jars_chosen()
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.enabled=false pyspark-shell")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    (tmp_path / "spark-defaults.conf").write_text("spark.jars.packages  x:y:1\n")
+    assert not _jars_chosen()  # packages are not jars
+    (tmp_path / "spark-defaults.conf").write_text("spark.jars  /opt/drivers/oracle.jar\n")
+    assert _jars_chosen()

@@ -130,18 +130,23 @@ def preview(values: Iterable[object], *, limit: int = 5) -> str:
 
 
 # What may never reach a user's screen or a log: bearer tokens, Authorization header values, JWTs
-# and SAS signatures, as the Azure SDK and Spark put them into their own error texts.
+# and SAS signatures, as the Azure SDK and Spark put them into their own error texts; passwords in
+# a connection URL (``?password=``, ``;password=``, ``//user:password@``), as drivers echo them.
 _SECRETS = [
     re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)[^'\",}\r\n]+"),
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"),
     re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9._-]+"),  # a JWT anywhere
     re.compile(r"(?i)([?&]sig=)[^&\s'\"]+"),
+    re.compile(r"(?i)([?&;:]\s*(?:password|pwd)\s*=\s*)[^;&\s'\",}]+"),
+    re.compile(r"(//[^/:@\s]+:)[^@/\s]+(?=@)"),
+    re.compile(r"(?i)(jdbc:oracle:[a-z]+:[^/@\s]+/)[^@\s]+(?=@)"),
 ]
 LINE_LIMIT = 300  # characters of a foreign error's text shown in a line (Java and SDK texts run long)
 
 
 def scrub(text: str) -> str:
-    """Remove bearer tokens, Authorization header values, JWTs and SAS signatures from ``text``."""
+    """Remove bearer tokens, Authorization header values, JWTs, SAS signatures and URL passwords
+    from ``text``."""
     for pattern in _SECRETS:
         text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "***", text)
     return text

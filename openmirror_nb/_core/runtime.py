@@ -16,6 +16,9 @@ if TYPE_CHECKING:
 
 # Shipped with the package: ERROR and above, without Spark's "Setting default log level" banner.
 _LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
+# JDBC drivers a session this module starts loads when they are installed: Debian's package
+# libpostgresql-jdbc-java puts PostgreSQL's here (Fabric's runtime ships its own drivers).
+DRIVER_JARS = (Path("/usr/share/java/postgresql.jar"),)
 
 
 def is_fabric() -> bool:
@@ -30,7 +33,10 @@ def get_spark() -> SparkSession:
 
     The local settings pin ANSI off and the session time zone to UTC so that Spark 3.5 (Fabric
     Runtime 1.3) and 4.x behave alike (stack.md gotcha 1). A session this starts logs ERROR and
-    above only, from its launch on; a session or context the user started keeps its level.
+    above only, from its launch on, and has the installed JDBC drivers (``DRIVER_JARS``, e.g.
+    Debian's ``/usr/share/java/postgresql.jar``) on ``spark.jars`` unless jars were chosen for it
+    (``--jars`` or ``spark.jars`` in ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``); a session
+    or context the user started keeps its level and its jars.
     """
     try:
         from pyspark import SparkContext
@@ -70,10 +76,32 @@ def get_spark() -> SparkSession:
         builder = builder.config(
             "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
         )
+    jars = [str(jar) for jar in DRIVER_JARS if jar.is_file()]
+    if ours and jars and not _jars_chosen():
+        builder = builder.config("spark.jars", ",".join(jars))
     session = builder.getOrCreate()
     if ours:
         session.sparkContext.setLogLevel("ERROR")  # also when the JVM was launched before
     return session
+
+
+def _jars_chosen() -> bool:
+    """True when the user gave the driver its jars (``--jars`` or ``spark.jars`` at launch, or in
+    ``spark-defaults.conf``): ours would replace theirs, so none are added."""
+    launch = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    if "--jars" in launch or "spark.jars=" in launch:
+        return True
+    conf = _conf_dir()
+    defaults = Path(conf, "spark-defaults.conf") if conf else None
+    if defaults is None or not defaults.exists():
+        return False
+    lines = defaults.read_text(errors="replace").splitlines()
+    return any(line.split()[:1] == ["spark.jars"] for line in lines)
+
+
+def _conf_dir() -> str | None:
+    home = os.environ.get("SPARK_HOME")
+    return os.environ.get("SPARK_CONF_DIR") or (os.path.join(home, "conf") if home else None)
 
 
 def _logging_chosen() -> bool:
@@ -84,8 +112,7 @@ def _logging_chosen() -> bool:
     )
     if any(word in launch for word in ("log4j", "driver-java-options", "extraJavaOptions")):
         return True
-    home = os.environ.get("SPARK_HOME")
-    conf = os.environ.get("SPARK_CONF_DIR") or (os.path.join(home, "conf") if home else None)
+    conf = _conf_dir()
     if conf is None:
         return False
     defaults = Path(conf, "spark-defaults.conf")

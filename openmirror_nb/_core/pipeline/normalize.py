@@ -35,22 +35,31 @@ def _type_name(data_type: DataType) -> str:
 
 def check_columns(df: DataFrame, *, reserved_ok: frozenset[str] = frozenset()) -> None:
     """Reject duplicate (case-insensitive) and reserved column names."""
+    problems = column_name_problems(df.columns, reserved_ok=reserved_ok)
+    if problems:
+        raise InvalidNameError(problems[0])
+
+
+def column_name_problems(names: list[str], *, reserved_ok: frozenset[str] = frozenset()) -> list[str]:
+    """Why each refused column name is refused (reserved, empty, or equal to another but for
+    case), in column order: the messages ``check_columns`` raises."""
+    problems = []
     seen: dict[str, str] = {}
-    for name in df.columns:
+    for name in names:
         if name == ROW_MARKER and name not in reserved_ok:
-            raise InvalidNameError(
+            problems.append(
                 f"Column {ROW_MARKER!r} is reserved for the row marker; rename it, or push it as a "
                 f"change feed with mode='changes', op_column={ROW_MARKER!r}."
             )
-        if not name.strip():
-            raise InvalidNameError(f"Column name {name!r} is empty; give every column a name.")
-        other = seen.get(name.lower())
-        if other is not None:
-            raise InvalidNameError(
-                f"Columns {other!r} and {name!r} differ only by case; the mirrored Delta table is "
-                "case-insensitive, so rename one of them."
+        elif not name.strip():
+            problems.append(f"Column name {name!r} is empty; give every column a name.")
+        elif name.lower() in seen:
+            problems.append(
+                f"Columns {seen[name.lower()]!r} and {name!r} differ only by case; the mirrored Delta "
+                "table is case-insensitive, so rename one of them."
             )
-        seen[name.lower()] = name
+        seen.setdefault(name.lower(), name)
+    return problems
 
 
 def check_keys(df: DataFrame, keys: tuple[str, ...]) -> None:

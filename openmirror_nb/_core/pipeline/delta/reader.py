@@ -45,6 +45,22 @@ def read_changes(spark: SparkSession, start: Version, end: Version) -> DataFrame
     return cdc.unionByName(data)
 
 
+def row_count(at: Version) -> int | None:
+    """Rows of version ``at`` from its log alone: the files' ``numRecords`` statistics less the
+    rows their deletion vectors remove; ``None`` when a file was written without statistics."""
+    import pyarrow as pa
+
+    actions = pa.table(at.table.get_add_actions(flatten=True))
+    if "num_records" not in actions.column_names and actions.num_rows:
+        return None
+    total = 0
+    for count in actions.column("num_records").to_pylist() if actions.num_rows else []:
+        if count is None:
+            return None
+        total += int(count)
+    return total - sum(len(rows) for rows in _deleted_rows(at).values())
+
+
 def _deleted_rows(at: Version) -> dict[str, np.ndarray]:
     """Deleted row indexes of each file with a deletion vector, by key (``deltalake`` decodes
     them into keep masks; rows past the end of a mask are kept)."""

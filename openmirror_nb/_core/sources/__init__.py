@@ -1,0 +1,28 @@
+"""Many tables from one declaration: a source (a Spark catalog database, a JDBC schema, a folder
+of Delta tables) discovered into a ``SourcePlan`` of its tables' targets, keys, strategies and
+problems, saved as a YAML file a person edits.
+
+It may import the base parts, storage, the landing zone, the pipeline (the Delta reader, the
+push's column and key checks), ``keys`` (suggestions) and ``table_info``; the API imports it.
+"""
+
+from __future__ import annotations
+
+from openmirror_nb._core.sources.catalog import Catalog
+from openmirror_nb._core.sources.delta_folder import DeltaFolder
+from openmirror_nb._core.sources.jdbc import Jdbc
+from openmirror_nb._core.sources.plan import KeyOrigin, PlannedTable, SourcePlan, Strategy
+from openmirror_nb._core.sources.plan_file import load_plan
+from openmirror_nb._core.sources.table import SourceTable
+
+__all__ = [
+    "Catalog",
+    "DeltaFolder",
+    "Jdbc",
+    "KeyOrigin",
+    "PlannedTable",
+    "SourcePlan",
+    "SourceTable",
+    "Strategy",
+    "load_plan",
+]

@@ -1,0 +1,102 @@
+"""``om.Catalog``: the tables of a Spark catalog database, such as a Fabric Lakehouse or one of
+its schemas. Spark's catalog keeps no key constraints, so keys are suggested from the rows (or
+declared); a Delta table with its change data feed on is planned for ``delta_sync``."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from openmirror_nb._core.errors import ConfigError, did_you_mean, user_line
+from openmirror_nb._core.sources.table import SourceKind, SourceTable, source_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_STATS_ROWS = re.compile(r"([0-9]+) rows")
+_CDF_ON = "delta.enablechangedatafeed=true"
+IDENTITY = "delta.identity.start"  # a Delta identity column's field metadata (Delta PROTOCOL.md)
+
+
+class Catalog:
+    """The tables of a Spark catalog database (a Lakehouse, or a Lakehouse schema).
+
+    Args:
+        database: The database (``"shop"``; ``"lakehouse.schema"`` for a schema of a Lakehouse
+            with schemas). Temporary views are not part of it; persistent views are.
+
+    Example:
+        >>> plan = db.plan_sources(om.Catalog("shop"), target_schema="shop")
+    """
+
+    kind: SourceKind = "catalog"
+
+    def __init__(self, database: str) -> None:
+        if not isinstance(database, str) or not database.strip():
+            raise ConfigError(
+                f"Catalog database {database!r} is not a name; give one like om.Catalog('shop')."
+            )
+        self.database = database
+
+    def discover(self) -> list[SourceTable]:
+        """The database's tables and views with their columns, row counts (the catalog's
+        statistics when ``ANALYZE``'d, else a count; none for views), Delta identity columns and
+        whether a Delta table's change data feed is on.
+
+        Raises:
+            ConfigError: the database does not exist (the message names the close ones).
+        """
+        from openmirror_nb._core.runtime import get_spark
+
+        spark = get_spark()
+        if not spark.catalog.databaseExists(self.database):
+            known = [d.name for d in spark.catalog.listDatabases()]
+            raise ConfigError(
+                f"Catalog database {self.database!r} does not exist (databases: {', '.join(sorted(known))})."
+                f"{did_you_mean(self.database, known)}"
+            )
+        listed = [t for t in spark.catalog.listTables(self.database) if not t.isTemporary]
+        return [
+            self._describe(spark, t.name, t.tableType == "VIEW") for t in sorted(listed, key=lambda t: t.name)
+        ]
+
+    def read(self, table: str) -> DataFrame:
+        """One table of the database as a Spark DataFrame."""
+        from openmirror_nb._core.runtime import get_spark
+
+        return get_spark().table(self.qualified(table))
+
+    def qualified(self, table: str) -> str:
+        """``table`` as Spark SQL names it: ```shop`.`orders```."""
+        return ".".join(f"`{p.replace('`', '``')}`" for p in [*self.database.split("."), table])
+
+    def _describe(self, spark: SparkSession, name: str, view: bool) -> SourceTable:
+        try:
+            frame = self.read(name)
+            detail = {
+                str(r[0]).strip(): str(r[1] or "")
+                for r in spark.sql(f"DESCRIBE TABLE EXTENDED {self.qualified(name)}").collect()
+            }
+            stats = _STATS_ROWS.search(detail.get("Statistics", ""))
+            rows = int(stats.group(1)) if stats else None if view else frame.count()
+        except Exception as exc:  # one table Spark cannot read must not hide the others
+            return SourceTable(
+                name, unreadable=f"Spark cannot read it ({user_line(exc)}); leave it out (enabled: false)"
+            )
+        delta = detail.get("Provider", "").lower() == "delta"
+        feed = delta and _CDF_ON in detail.get("Table Properties", "").replace(" ", "").lower()
+        identity = tuple(f.name for f in frame.schema.fields if IDENTITY in f.metadata)
+        return source_table(name, frame.schema, rows=rows, change_feed=feed, increasing=identity)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The source as a saved plan holds it."""
+        return {"kind": self.kind, "database": self.database}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Catalog) and other.database == self.database
+
+    def __hash__(self) -> int:
+        return hash(self.database)
+
+    def __repr__(self) -> str:
+        return f"Catalog({self.database!r})"

@@ -1,0 +1,171 @@
+"""``om.DeltaFolder``: the Delta tables in a folder, such as a Lakehouse's ``Tables`` (one level:
+``Tables/<table>``; a Lakehouse with schemas, two: ``Tables/<schema>/<table>``).
+
+A local folder is listed directly, a URL (``abfss://``, ``file://``) through Spark's Hadoop file
+system. Each table is described by Spark's Delta reader where the session has it (Fabric), else
+from its log by ``deltalake``: row counts from the log's statistics, no table read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openmirror_nb._core.errors import ConfigError, user_line
+from openmirror_nb._core.sources.catalog import IDENTITY
+from openmirror_nb._core.sources.table import SourceKind, SourceTable, source_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+LOG = "_delta_log"
+CDF = "delta.enableChangeDataFeed"
+
+
+class DeltaFolder:
+    """A folder of Delta tables.
+
+    Args:
+        path: A local folder or a URL (``abfss://<ws>@onelake.dfs.fabric.microsoft.com/<lh>/Tables``).
+            Its subfolders holding a ``_delta_log`` are its tables (named by the subfolder); a
+            subfolder of such folders is a schema (tables named ``schema/table``).
+
+    Example:
+        >>> plan = db.plan_sources(om.DeltaFolder("/lakehouse/default/Tables"), target_schema="shop")
+    """
+
+    kind: SourceKind = "delta_folder"
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
+        if not text or not str(text).strip():
+            raise ConfigError(f"DeltaFolder path {path!r} is not a folder; give a path or URL of one.")
+        self.path = str(text).rstrip("/") or "/"
+
+    def discover(self) -> list[SourceTable]:
+        """The folder's Delta tables with their columns, NOT NULL and identity columns, row
+        counts and whether their change data feed is on.
+
+        Raises:
+            ConfigError: the folder does not exist, or is itself a Delta table.
+        """
+        from openmirror_nb._core.runtime import get_spark
+
+        spark = get_spark()
+        return [self._describe(spark, name) for name in self.tables()]
+
+    def tables(self) -> list[str]:
+        """The names of the folder's tables (``table`` or ``schema/table``), sorted."""
+        from openmirror_nb._core.runtime import get_spark
+
+        listing = _Listing(get_spark() if _URL.match(self.path) else None)
+        top = listing.folders(self.path)
+        if LOG in top:
+            raise ConfigError(
+                f"{self.path} is a Delta table, not a folder of them; give its parent folder, or sync "
+                "it alone with db.sync_delta."
+            )
+        found = []
+        for name in _visible(top):
+            inner = listing.folders(self.uri(name))
+            if LOG in inner:
+                found.append(name)
+            else:
+                found += [
+                    f"{name}/{t}" for t in _visible(inner) if LOG in listing.folders(self.uri(f"{name}/{t}"))
+                ]
+        return sorted(found)
+
+    def uri(self, table: str) -> str:
+        """Where one table's files are."""
+        return f"{self.path.rstrip('/')}/{table}"
+
+    def read(self, table: str) -> DataFrame:
+        """One table at its latest version as a Spark DataFrame (``om.read_delta``)."""
+        from openmirror_nb._core.pipeline.delta_sync import read_delta
+
+        return read_delta(self.uri(table))
+
+    def _describe(self, spark: SparkSession, name: str) -> SourceTable:
+        from openmirror_nb._core.pipeline.delta_sync import DeltaSource
+
+        uri = self.uri(name)
+        try:
+            if DeltaSource.open(uri, spark).spark_delta:
+                return _by_spark(spark, name, uri)
+            return _by_log(name, uri)
+        except Exception as exc:  # one table that cannot be read must not hide the others
+            return SourceTable(
+                name, unreadable=f"it cannot be read ({user_line(exc)}); leave it out (enabled: false)"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The source as a saved plan holds it."""
+        return {"kind": self.kind, "path": self.path}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DeltaFolder) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __repr__(self) -> str:
+        return f"DeltaFolder({self.path!r})"
+
+
+def _by_log(name: str, uri: str) -> SourceTable:
+    from openmirror_nb._core.pipeline.delta.reader import row_count
+    from openmirror_nb._core.pipeline.delta.table_log import open_version
+
+    at = open_version(uri)
+    fields = at.columns.fields
+    return source_table(
+        name,
+        at.columns.logical(),
+        not_null=frozenset(f["name"] for f in fields if not f.get("nullable", True)),
+        increasing=tuple(f["name"] for f in fields if IDENTITY in f.get("metadata", {})),
+        rows=row_count(at),
+        change_feed=str(at.config.get(CDF, "")).lower() == "true",
+    )
+
+
+def _by_spark(spark: SparkSession, name: str, uri: str) -> SourceTable:
+    frame = spark.read.format("delta").load(uri)
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{uri.replace('`', '``')}`").first()
+    properties = dict(detail["properties"] or {}) if detail is not None else {}
+    return source_table(
+        name,
+        frame.schema,
+        increasing=tuple(f.name for f in frame.schema.fields if IDENTITY in f.metadata),
+        rows=frame.count(),  # Delta answers a count from its log's statistics
+        change_feed=str(properties.get(CDF, "")).lower() == "true",
+    )
+
+
+def _visible(names: list[str]) -> list[str]:
+    """Folders a reader sees: not ``_``- or ``.``-prefixed (logs, staging, checkpoints)."""
+    return [n for n in names if not n.startswith(("_", "."))]
+
+
+class _Listing:
+    """Subfolder names of a local folder, or of a URL through Spark's Hadoop file system."""
+
+    def __init__(self, spark: SparkSession | None) -> None:
+        self.spark = spark
+
+    def folders(self, path: str) -> list[str]:
+        if self.spark is None:
+            folder = Path(path)
+            if not folder.is_dir():
+                raise ConfigError(f"Delta folder {path} does not exist or is not a folder; check the path.")
+            return sorted(p.name for p in folder.iterdir() if p.is_dir())
+        jvm = self.spark._jvm
+        assert jvm is not None  # a classic session; Spark Connect has no Hadoop file system here
+        where = jvm.org.apache.hadoop.fs.Path(path)
+        fs = where.getFileSystem(self.spark._jsc.hadoopConfiguration())
+        if not fs.isDirectory(where):
+            raise ConfigError(f"Delta folder {path} does not exist or is not a folder; check the path.")
+        return sorted(str(s.getPath().getName()) for s in fs.listStatus(where) if s.isDirectory())

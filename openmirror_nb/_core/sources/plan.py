@@ -1,0 +1,207 @@
+"""A source plan: per table of a source, where it goes, its keys and their origin, how it is
+mirrored and what stands in the way (``PlannedTable``); the whole (``SourcePlan``), shown as text,
+HTML and pandas, and saved as a YAML file a person edits (``plan_file``)."""
+
+from __future__ import annotations
+
+import html
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from openmirror_nb._core.errors import ConfigError, did_you_mean
+from openmirror_nb._core.table_names import fold
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from openmirror_nb._core.sources.table import Source
+
+Strategy = Literal["snapshot", "delta_sync", "incremental", "append"]
+"""How a planned table is mirrored: ``snapshot`` (the whole table, diffed against the last push),
+``delta_sync`` (a Delta table's change data feed, ``db.sync_delta``), ``incremental`` (rows past a
+watermark column, upserted) or ``append`` (insert-only rows past a strictly increasing watermark,
+no key columns)."""
+KeyOrigin = Literal["declared", "primary_key", "unique", "suggested"]
+"""Where a planned table's keys come from, in precedence order: written in the plan (``declared``),
+the source's primary key, a unique constraint on NOT NULL columns, or profiling the rows
+(``suggested``: pushed only once accepted)."""
+STRATEGIES: tuple[Strategy, ...] = ("snapshot", "delta_sync", "incremental", "append")
+KEY_ORIGINS: tuple[KeyOrigin, ...] = ("declared", "primary_key", "unique", "suggested")
+_SHOWN = 500  # rows of the plain and HTML views; to_pandas() has every table
+
+
+@dataclass(frozen=True)
+class PlannedTable:
+    """One source table in a plan.
+
+    Attributes:
+        source: The table as the source names it.
+        table: The mirrored table, ``schema.name`` (or ``name``), as ``db.push`` takes it.
+        keys: Its key columns (``keyColumns``); empty for ``append`` or when none was found.
+        key_origin: Where the keys come from (``KeyOrigin``), ``None`` without keys.
+        strategy: How it is mirrored (``Strategy``).
+        watermark: The column ``incremental`` and ``append`` read past; ``None`` otherwise.
+        detect_deletes: Whether deletes in the source are mirrored (always for ``snapshot`` and
+            ``delta_sync``; for ``incremental`` by a sweep of the key columns; never for ``append``).
+        enabled: Whether a run mirrors it.
+        rows: Rows in the source when planned (an estimate for JDBC), ``None`` if unknown.
+        problems: What stops it from being mirrored as planned, each with its fix.
+    """
+
+    source: str
+    table: str
+    keys: tuple[str, ...]
+    key_origin: KeyOrigin | None
+    strategy: Strategy
+    watermark: str | None
+    detect_deletes: bool
+    enabled: bool
+    rows: int | None
+    problems: tuple[str, ...]
+
+
+FIELDS = tuple(f.name for f in fields(PlannedTable))
+
+
+@dataclass
+class SourcePlan:
+    """What ``db.plan_sources`` found: every table of a source with its target, keys, strategy
+    and problems. Edit it in its saved file (``save``, ``om.load_plan``) or replace its tables
+    with ``dataclasses.replace``; ``db.run_plan`` (to come) mirrors it.
+
+    Attributes:
+        source: The source planned (``Catalog``, ``Jdbc`` or ``DeltaFolder``).
+        target_schema: The mirrored tables' schema (``None``: the landing zone's root, ``dbo``).
+        tables: One ``PlannedTable`` per source table, in source name order.
+        problems: What concerns the plan as a whole (more tables than a mirrored database holds).
+    """
+
+    source: Source
+    target_schema: str | None
+    tables: list[PlannedTable]
+    problems: list[str] = field(default_factory=list)
+
+    def table(self, name: str) -> PlannedTable:
+        """The planned table whose source or target is ``name`` (compared case-insensitively).
+
+        Raises:
+            ConfigError: no table has that name (the message suggests the nearest).
+
+        Example:
+            >>> plan.table("orders").keys
+            ('order_id',)
+        """
+        for planned in self.tables:
+            if fold(name) in (fold(planned.source), fold(planned.table)):
+                return planned
+        names = [t.source for t in self.tables]
+        raise ConfigError(f"The plan has no table {name!r}.{did_you_mean(name, names)}")
+
+    def to_pandas(self) -> pd.DataFrame:
+        """One row per planned table, one column per ``PlannedTable`` field (keys and problems as
+        lists).
+
+        Example:
+            >>> plan.to_pandas().query("problems.str.len() > 0")
+        """
+        import pandas as pd
+
+        rows = [{n: list(v) if isinstance(v, tuple) else v for n, v in _items(t)} for t in self.tables]
+        return pd.DataFrame(rows, columns=list(FIELDS))
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the plan as YAML, to edit by hand and load with ``om.load_plan``. The source is
+        saved without secrets: a JDBC password as its reference (``password_env`` or
+        ``password_secret``) only.
+
+        Example:
+            >>> plan.save("shop.yaml")
+        """
+        from openmirror_nb._core.sources.plan_text import VERSION, Flow, plan_text
+
+        body = {
+            "version": VERSION,
+            "source": self.source.to_dict(),
+            "target_schema": self.target_schema,
+            "problems": list(self.problems),
+            "tables": [
+                {
+                    n: Flow(t.keys) if n == "keys" else list(v) if isinstance(v, tuple) else v
+                    for n, v in _items(t)
+                }
+                for t in self.tables
+            ],
+        }
+        unsaved = bool(getattr(self.source, "has_unsaved_secrets", False))
+        Path(path).write_text(plan_text(body, unsaved=unsaved), encoding="utf-8")
+
+    def _summary(self) -> str:
+        troubled = sum(1 for t in self.tables if t.problems)
+        where = self.target_schema or "the landing zone's root"
+        return (
+            f"SourcePlan of {self.source!r} into {where}: {len(self.tables):,} tables, "
+            f"{troubled:,} with problems"
+        )
+
+    def __repr__(self) -> str:
+        lines = [self._summary(), *(f"! {p}" for p in self.problems)]
+        cells = [_cells(t) for t in self.tables[:_SHOWN]]
+        widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(_HEADS)] if cells else []
+        if cells:
+            lines.append("  " + "  ".join(h.ljust(w) for h, w in zip(_HEADS, widths, strict=True)).rstrip())
+        for planned, row in zip(self.tables, cells, strict=False):
+            lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+            lines += [f"      ! {p}" for p in planned.problems]
+        if len(self.tables) > _SHOWN:
+            lines.append(f"  ... and {len(self.tables) - _SHOWN:,} more (plan.to_pandas() has them all)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f"<th style='text-align:left'>{h}</th>" for h in _HEADS)
+        body = "".join(_row_html(t) for t in self.tables[:_SHOWN])
+        more = (
+            f"<div><i>... and {len(self.tables) - _SHOWN:,} more (plan.to_pandas() has them all)</i></div>"
+            if len(self.tables) > _SHOWN
+            else ""
+        )
+        plan_problems = "".join(f"<div style='color:#c62828'>{html.escape(p)}</div>" for p in self.problems)
+        return (
+            f"<div class='om-source-plan'><b>{html.escape(self._summary())}</b>{plan_problems}"
+            f"<table><tr>{head}</tr>{body}</table>{more}</div>"
+        )
+
+
+_HEADS = ("source", "table", "keys", "origin", "strategy", "watermark", "deletes", "enabled", "rows")
+
+
+def _items(planned: PlannedTable) -> list[tuple[str, object]]:
+    return [(n, getattr(planned, n)) for n in FIELDS]
+
+
+def _cells(t: PlannedTable) -> tuple[str, ...]:
+    return (
+        t.source,
+        t.table,
+        ", ".join(t.keys) or "-",
+        t.key_origin or "-",
+        t.strategy,
+        t.watermark or "-",
+        "yes" if t.detect_deletes else "no",
+        "yes" if t.enabled else "no",
+        "?" if t.rows is None else f"{t.rows:,}",
+    )
+
+
+def _row_html(t: PlannedTable) -> str:
+    cells = "".join(f"<td style='text-align:left'>{html.escape(c)}</td>" for c in _cells(t))
+    problems = "".join(f"<li>{html.escape(p)}</li>" for p in t.problems)
+    style = "" if t.enabled else " style='color:#9e9e9e'"
+    extra = (
+        f"<tr><td></td><td colspan='{len(_HEADS) - 1}' style='color:#c62828;text-align:left'>"
+        f"<ul style='margin:0'>{problems}</ul></td></tr>"
+        if problems
+        else ""
+    )
+    return f"<tr data-problems='{len(t.problems)}'{style}>{cells}</tr>{extra}"

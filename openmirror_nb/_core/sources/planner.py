@@ -1,0 +1,145 @@
+"""``db.plan_sources``: discover a source and plan each of its tables.
+
+Keys, in precedence: declared in the plan (``like=``) > the source's primary key > a unique
+constraint on NOT NULL columns > a suggestion from the rows (``suggest_keys``). The strategy is
+``delta_sync`` for a Delta table with its change data feed on, else ``snapshot``, unless the plan
+given as ``like=`` says otherwise. Nothing here writes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from openmirror_nb._core.errors import ConfigError, InvalidNameError, user_line
+from openmirror_nb._core.keys import suggest_keys
+from openmirror_nb._core.sources import problems as check
+from openmirror_nb._core.sources.jdbc import Jdbc
+from openmirror_nb._core.sources.jdbc_meta import java_line
+from openmirror_nb._core.sources.plan import KeyOrigin, PlannedTable, SourcePlan, Strategy
+from openmirror_nb._core.table_names import check_name, check_table_name, suggest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from openmirror_nb._core.sources.table import Source, SourceTable
+
+KeysOf = Callable[[str], "tuple[str, ...] | None"]
+_SOURCES = "om.Catalog, om.Jdbc or om.DeltaFolder"
+
+
+def plan_sources(
+    source: Source,
+    *,
+    target_schema: str | None,
+    like: SourcePlan | None,
+    suggest: bool,
+    keys_of: KeysOf,
+    existing: Sequence[str],
+) -> SourcePlan:
+    """The plan of every table of ``source`` (see ``Planning.plan_sources``).
+
+    ``keys_of(target)`` gives the keyColumns of a table the database holds already (``None`` when
+    it holds no such table); ``existing`` names the database's tables.
+    """
+    from openmirror_nb._core.runtime import get_spark
+
+    if not all(callable(getattr(source, m, None)) for m in ("discover", "read", "to_dict")):
+        raise ConfigError(f"plan_sources takes a source ({_SOURCES}), not {type(source).__name__}.")
+    schema = check_name(target_schema, what="Schema") if target_schema is not None else None
+    if like is not None and like.source != source:
+        raise ConfigError(
+            f"like= is a plan of {like.source!r}, not of {source!r}; pass a plan of this source."
+        )
+    before = {t.source: t for t in like.tables} if like else {}
+    spark = get_spark()
+    tables = [
+        _plan_table(spark, source, found, schema, before.get(found.name), suggest=suggest, keys_of=keys_of)
+        for found in source.discover()
+    ]
+    for i, problem in check.collisions(tables).items():
+        tables[i] = replace(tables[i], problems=(*tables[i].problems, problem))
+    gone = sorted(set(before) - {t.source for t in tables})
+    problems = check.too_many(tables, existing)
+    if gone:
+        problems.append(
+            f"{', '.join(map(repr, gone))} of the earlier plan {'is' if len(gone) == 1 else 'are'} no longer "
+            "in the source; they are left out"
+        )
+    return SourcePlan(source, schema, tables, problems)
+
+
+def target_name(schema: str | None, name: str) -> str:
+    """The mirrored table of source table ``name``: ``schema.name`` by the naming rule, or the
+    name the rule suggests for it (``Order Notes`` -> ``OrderNotes``)."""
+    base = name.rsplit("/", 1)[-1].replace(".", "_")
+    candidate = base if schema is None else f"{schema}.{base}"
+    try:
+        return check_table_name(candidate)
+    except InvalidNameError:
+        return check_table_name(suggest(candidate))
+
+
+def _plan_table(
+    spark: SparkSession,
+    source: Source,
+    table: SourceTable,
+    schema: str | None,
+    before: PlannedTable | None,
+    *,
+    suggest: bool,
+    keys_of: KeysOf,
+) -> PlannedTable:
+    strategy: Strategy = before.strategy if before else "delta_sync" if table.change_feed else "snapshot"
+    planned = PlannedTable(
+        source=table.name,
+        table=before.table if before else target_name(schema, table.name),
+        keys=(),
+        key_origin=None,
+        strategy=strategy,
+        watermark=before.watermark if before else None,
+        detect_deletes=before.detect_deletes if before else strategy in ("snapshot", "delta_sync"),
+        enabled=before.enabled if before else True,
+        rows=table.rows,
+        problems=(),
+    )
+    if table.unreadable or table.schema is None:
+        return replace(planned, problems=(table.unreadable or "its columns are unknown",))
+    existing = keys_of(planned.table)
+    keys, origin, trouble = _keys(source, table, before, strategy, suggest=suggest)
+    planned = replace(planned, keys=keys, key_origin=origin)
+    empty = spark.createDataFrame([], table.schema)
+    found = check.column_problems(empty)
+    if trouble and not existing:
+        found.append(trouble)
+    found += check.key_problems(empty, planned, existing)
+    found += check.strategy_problems(empty, planned, table, source.kind)
+    return replace(planned, problems=tuple(found))
+
+
+def _keys(
+    source: Source, table: SourceTable, before: PlannedTable | None, strategy: Strategy, *, suggest: bool
+) -> tuple[tuple[str, ...], KeyOrigin | None, str | None]:
+    """The keys, their origin, and the problem when there are none (``append`` needs none)."""
+    if strategy == "append":
+        return (), None, None
+    if before is not None and before.key_origin == "declared":
+        return before.keys, "declared", None
+    if table.primary_key:
+        return table.primary_key, "primary_key", None
+    if table.unique:
+        return table.unique[0], "unique", None
+    if suggest:
+        try:
+            found = suggest_keys(source.read(table.name))
+        except Exception as exc:  # the rows cannot be read: the other tables are still planned
+            return (), None, f"its rows cannot be read to suggest keys ({_reason(source, exc)}); declare keys"
+        if found:
+            return found[0], "suggested", None
+    return (), None, check.no_key_problem(table, suggested=suggest)
+
+
+def _reason(source: Source, exc: BaseException) -> str:
+    line = java_line(exc) if hasattr(exc, "java_exception") else user_line(exc)
+    return source.hide(line) if isinstance(source, Jdbc) else line
