@@ -128,7 +128,14 @@ def crash_push(db: Any, spark: Any, kind: str, *, gate: tuple[str, str] | None =
     if gate is not None:
         frame_ = _gated(frame_, str(db.target.landing_zone), *gate)
     if kind == "changes":
-        return db.push(frame_, table=TABLE, mode="changes", op_column="op", rows_per_file=10)
+        # Adaptive execution deals a feed this small into one file; with it off, a change feed
+        # gets a file per partition of its source (three), as a larger feed does.
+        conf = "spark.sql.adaptive.coalescePartitions.enabled"
+        spark.conf.set(conf, "false")
+        try:
+            return db.push(frame_, table=TABLE, mode="changes", op_column="op", rows_per_file=10)
+        finally:
+            spark.conf.unset(conf)
     return db.push(frame_, table=TABLE, keys=["id"], rows_per_file=20 if kind == "initial" else 10)
 
 
