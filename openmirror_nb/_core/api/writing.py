@@ -156,7 +156,7 @@ class Writing(DatabaseBase):
     def recover(self, table: str) -> Recovery:
         """Finish an interrupted push of ``table`` and remove what no push will finish.
 
-        A push decided before it died is rolled forward only into the life of the table it was
+        A push decided before it died is rolled forward only into the incarnation of the table it was
         decided in; staging and key state of dead pushes or of a dropped table are removed and
         listed in ``removed``. Every push does this first, so calling it is never required.
         A reseed whose reload is in is finished too (wait for the mirror, verify); one that still
@@ -179,7 +179,7 @@ class Writing(DatabaseBase):
     def drop(self, table: str, *, wait: bool = False, timeout: float = 600.0) -> DropResult:
         """Delete a table: its folder (data files, ``_metadata.json``, push state, key state,
         staging, journal) and whatever older operations left of it. The mirror then drops the
-        mirrored table; push again to recreate it from scratch (a new life of the table).
+        mirrored table; push again to recreate it from scratch (a new incarnation of the table).
 
         Runs under the table lock. The folder leaves the landing zone in one atomic move (to
         ``_openmirror/trash``, ignored by the service) before it is deleted, so a crash leaves

@@ -1,7 +1,7 @@
 """One push, end to end: lock -> settle -> shape -> stage and check -> journal -> publish.
 
 Every push holds the table lock from the start, so a snapshot diff is computed against the state
-it will replace, and whatever a dead push or an ended life of the table left is settled first
+it will replace, and whatever a dead push or an ended incarnation of the table left is settled first
 (``landing_zone.lifecycle``). Everything that can reject a push runs before anything visible is
 written; a rejected push removes what it staged, so the landing zone is left byte-for-byte as
 it was. A push that finds nothing to publish (an unchanged snapshot, an empty change feed)
@@ -126,21 +126,21 @@ def _locked(push: _Push, *, lock_held: bool, reseed: bool) -> tuple[tuple[str, .
     if lock_held:
         return _attempts(push, None, reseed=reseed, reseeding=False)
     held = home.lock_status()
-    life = push_checks.incarnation(home)
+    incarnation = push_checks.incarnation(home)
     running = read_reseed(home)
     reseeding = running is not None and running.done < LOADED
     if held.held:
         push.tell(WaitingForLock, holder=held.holder, since=held.since)
     with home.lock(timeout=push.request.lock_timeout):
-        return _attempts(push, life, reseed=reseed, reseeding=reseeding)
+        return _attempts(push, incarnation, reseed=reseed, reseeding=reseeding)
 
 
 def _attempts(
-    push: _Push, life: str | None, *, reseed: bool, reseeding: bool
+    push: _Push, incarnation: str | None, *, reseed: bool, reseeding: bool
 ) -> tuple[tuple[str, ...], PushResult]:
     """Settle the table and push; once more if the table changed under the staging."""
     settled = settle(push.home)
-    push_checks.check_life(push.home, settled.state, life, reseed=reseed, reseeding=reseeding)
+    push_checks.check_incarnation(push.home, settled.state, incarnation, reseed=reseed, reseeding=reseeding)
     removed = settled.removed
     try:
         return removed, _attempt(push, settled.state)

@@ -1,5 +1,5 @@
 """What a push checks about the table before it stages, under its lock: that the table is in the
-life the push started against (no reseed since, none half done), and that a sync's source is at
+incarnation the push started against (no reseed since, none half done), and that a sync's source is at
 the version it was read at."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from openmirror_nb._core.pipeline.request import PushRequest
 
 
 def incarnation(home: TableFolder) -> str | None:
-    """The table's life as its push state says (``None``: no state, or one that cannot be read,
+    """The table's incarnation as its push state says (``None``: no state, or one that cannot be read,
     which is settled or reported under the lock)."""
     try:
         state = home.read_state()
@@ -21,11 +21,11 @@ def incarnation(home: TableFolder) -> str | None:
     return state.incarnation if state else None
 
 
-def check_life(
-    home: TableFolder, state: PushState | None, life: str | None, *, reseed: bool, reseeding: bool
+def check_incarnation(
+    home: TableFolder, state: PushState | None, started_on: str | None, *, reseed: bool, reseeding: bool
 ) -> None:
-    """Refuse to push into a reseed that has not loaded yet, or into another life of the table
-    than the one this push started against (``life``; ``reseeding``: a reseed was running then):
+    """Refuse to push into a reseed that has not loaded yet, or into another incarnation of the table
+    than the one this push started against (``started_on``; ``reseeding``: a reseed was running then):
     it was reseeded while the push waited for the lock. ``state``: the table's, as settled."""
     if reseed:
         return
@@ -37,7 +37,7 @@ def check_life(
             f"is in: finish the reseed with db.apply_schema_change(plan, df, confirm={table!r})."
         )
     now = state.incarnation if state else None
-    if (life and now and now != life) or (reseeding and now):
+    if (started_on and now and now != started_on) or (reseeding and now):
         raise LandingZoneError(
             f"Table {table} was reseeded (or dropped and pushed again) while this push waited for its "
             "lock; its schema and keys may have changed: check db.describe() and push again."
