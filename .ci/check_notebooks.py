@@ -19,7 +19,8 @@ BUILT = (("docs", "samples"), ("site",))
 
 def skipped(nb: pathlib.Path) -> bool:
     built = any(nb.parts[: len(prefix)] == prefix for prefix in BUILT)
-    return built or ".venv" in nb.parts or ".ipynb_checkpoints" in nb.parts
+    venv = any(part.startswith(".venv") for part in nb.parts)  # .venv, .venv-spark4
+    return built or venv or ".ipynb_checkpoints" in nb.parts
 
 
 failed = False

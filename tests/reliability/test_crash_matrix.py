@@ -56,6 +56,15 @@ CASES = [
 ]
 # One trial per point keeps CI inside its budget; soak runs raise it (RELIABILITY_TRIALS=5).
 TRIALS = int(os.environ.get("RELIABILITY_TRIALS", "1"))
+# The points the Spark 4 line runs too (scripts/test --spark4): each kind, a kill at each stage of
+# the publish, and both kills inside a Spark job.
+SPARK4 = {
+    ("initial", "between_renames"),
+    ("changes", "after_journal"),
+    ("changes", "in_first_spark_job"),
+    ("diff", "before_state_commit"),
+    ("diff", "in_parts_job"),
+}
 
 
 def _explicit_recover(kind: str, step: str) -> bool:
@@ -67,7 +76,12 @@ def _explicit_recover(kind: str, step: str) -> bool:
 @pytest.mark.parametrize(
     ("kind", "point"),
     [
-        pytest.param(k, p, id=f"{k}-{p}" + (f"-trial{t}" if TRIALS > 1 else ""))
+        pytest.param(
+            k,
+            p,
+            id=f"{k}-{p}" + (f"-trial{t}" if TRIALS > 1 else ""),
+            marks=[pytest.mark.spark4] if (k, p) in SPARK4 else [],
+        )
         for t in range(TRIALS)
         for k, p in CASES
     ],

@@ -136,7 +136,18 @@ def read(
             utils.toScalaMap(jvm.java.util.HashMap()),
             option.apply(None),
         )
-        frame = DataFrame(session.baseRelationToDataFrame(source.resolveRelation(True)), spark)
+        relation = _resolve(source)
+        frame = DataFrame(session.baseRelationToDataFrame(relation), spark)
     except Exception:  # an internal API: any failure only means the plain, shuffled read
         return None
     return frame
+
+
+def _resolve(source: Any) -> Any:
+    """``source.resolveRelation(checkFilesExist=True)``: the one parameter on Spark 3.5; Spark 4.1
+    added one (``readOnly``), so every later parameter gets Spark's own default, however many."""
+    arity = max(
+        m.getParameterCount() for m in source.getClass().getMethods() if m.getName() == "resolveRelation"
+    )
+    defaults = [getattr(source, f"resolveRelation$default${i}")() for i in range(2, arity + 1)]
+    return source.resolveRelation(True, *defaults)

@@ -44,9 +44,20 @@ def rowmarker(op: Column) -> Column:
     """The ``rowmarker`` convention: values are the contract's markers 0/1/2/4 themselves."""
     from pyspark.sql import functions as F
 
-    as_int = op.cast("int")
-    exact = op.cast("double") == as_int.cast("double")
+    as_int = _number(op, "int")
+    exact = _number(op, "double") == as_int.cast("double")
     return F.when(as_int.isin(*_VALID) & exact, as_int).otherwise(F.lit(INVALID_MARKER))
+
+
+def _number(op: Column, kind: str) -> Column:
+    """``op`` as a number, NULL where it is none (``'x'``) or does not fit, so that it becomes
+    ``INVALID_MARKER`` and is named in the push's error. Under ANSI mode, on by default from Spark
+    4.0 (Fabric Runtime 2.0), a plain cast raises instead: ``try_cast`` (Spark 4.0+) does not. On
+    Spark 3.5 ANSI is off unless the user turns it on, and ``cast`` gives NULL as ``try_cast`` would."""
+    from pyspark.sql import Column
+
+    # pyspark 3.5 has no try_cast: its typing sees a field access (op["try_cast"]) there
+    return op.try_cast(kind) if hasattr(Column, "try_cast") else op.cast(kind)  # type: ignore[operator, unused-ignore]
 
 
 def to_marker(op: Column, convention: Convention, *, update_marker: int) -> Column:
