@@ -273,7 +273,7 @@ def effective(
 
 
 def stored(
-    ctx: StageContext, prior: PushState, *, place: int, schema: StructType
+    ctx: StageContext, prior: PushState, *, place: int, schema: StructType, single: bool = False
 ) -> tuple[DataFrame | None, DataFrame | None]:
     """The table's stored key state for a diff (see ``snapdiff.stored``); ``schema``: the
     pushed frame's, which has the key columns."""
@@ -286,4 +286,5 @@ def stored(
         buckets=prior.buckets,
         place=place,
         schema=keystate.state_schema(schema, ctx.keys),
+        single=single,
     )

@@ -50,7 +50,7 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
     # and the join's output (the next state) is in the same buckets.
     n = context.bucket_target(ctx, prior, rows=0)
     single = context.one_task(prior, buckets=n)
-    old, touched = context.stored(ctx, prior, place=n, schema=shaped.schema)
+    old, touched = context.stored(ctx, prior, place=n, schema=shaped.schema, single=single)
     new = snapdiff.snapshot_state(shaped, keys=ctx.keys, buckets=n, touched=touched, single=single)
     diff = snapdiff.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
     changed = F.col(keystate.CHANGE).isNotNull()

@@ -173,10 +173,17 @@ def read_effective(
 
 
 def merge_deltas(
-    spark: SparkSession, deltas: list[str], *, keys: tuple[str, ...], schema: StructType | None = None
+    spark: SparkSession,
+    deltas: list[str],
+    *,
+    keys: tuple[str, ...],
+    schema: StructType | None = None,
+    single: bool = False,
 ) -> DataFrame:
-    """Per key the row of the newest delta that has it, tombstones (``_om_rows`` 0) included."""
-    return _latest(_frames([read_state(spark, uri, schema=schema) for uri in deltas], keys=keys), keys=keys)
+    """Per key the row of the newest delta that has it, tombstones (``_om_rows`` 0) included;
+    with ``single``, merged in one partition (no shuffle)."""
+    frames = _frames([read_state(spark, uri, schema=schema) for uri in deltas], keys=keys)
+    return _latest(frames, keys=keys, single=single)
 
 
 def state_schema(frame: StructType, keys: tuple[str, ...], *, change: bool = False) -> StructType:
@@ -217,7 +224,9 @@ def _frames(sources: list[DataFrame], *, keys: tuple[str, ...]) -> list[DataFram
     ]
 
 
-def _latest(frames: list[DataFrame], *, keys: tuple[str, ...], buckets: int | None = None) -> DataFrame:
+def _latest(
+    frames: list[DataFrame], *, keys: tuple[str, ...], buckets: int | None = None, single: bool = False
+) -> DataFrame:
     """Per key, the row of the newest frame that has it (tombstones included); grouped within
     ``buckets`` hash partitions when given, so the result has that bucket layout."""
     from pyspark.sql import functions as F
@@ -227,7 +236,7 @@ def _latest(frames: list[DataFrame], *, keys: tuple[str, ...], buckets: int | No
     merged = frames[0]
     for frame in frames[1:]:
         merged = merged.unionByName(frame)
-    merged = buckets_mod.place(merged, keys=keys, buckets=buckets)
+    merged = merged.coalesce(1) if single else buckets_mod.place(merged, keys=keys, buckets=buckets)
     latest = F.max_by(F.struct(F.col(ROWS), F.col(H1), F.col(H2)), F.col(_SOURCE)).alias("s")
     state = merged.groupBy(*[F.col(_q(k)) for k in keys]).agg(latest)
     return state.select(

@@ -42,13 +42,15 @@ def stored(
     buckets: int | None,
     place: int | None,
     schema: StructType | None = None,
+    single: bool = False,
 ) -> tuple[DataFrame | None, DataFrame | None]:
     """The stored state as (the base's live rows, the deltas' merged rows).
 
     The base is read bucketed when it has ``buckets``. Deltas too large to carry on the new side
     are merged with the base instead (one group-by, into ``place`` buckets): (that merge, None).
     ``schema``: the state's columns (``keystate.state_schema``), so that no Spark job reads a
-    file footer to find them; else they are read from the files.
+    file footer to find them; else they are read from the files. ``single``: a small state, read
+    into one partition (see ``snapshot_state``), bucketed or not.
     """
     from pyspark.sql import functions as F
 
@@ -62,10 +64,11 @@ def stored(
         plain = keystate.read_state(spark, base, schema=schema).select(
             *[_q(c) for c in (*keys, ROWS, H1, H2)]
         )
-        if buckets:
+        if buckets and not single:
             old = buckets_mod.read(spark, uris=[base], schema=plain.schema, keys=keys, buckets=buckets)
-        old = (plain if old is None else old).where(F.col(ROWS) > 0)
-    return old, keystate.merge_deltas(spark, deltas, keys=keys, schema=schema) if deltas else None
+        old = (plain.coalesce(1) if single else plain if old is None else old).where(F.col(ROWS) > 0)
+    merged = keystate.merge_deltas(spark, deltas, keys=keys, schema=schema, single=single) if deltas else None
+    return old, merged
 
 
 def snapshot_state(
