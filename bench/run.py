@@ -30,7 +30,6 @@ import _common as c
 
 # Smoke-run arguments of benchmarks that have no --quick flag of their own.
 QUICK_ARGS = {
-    "push": ["--rows", "1000000", "--repeat", "2"],
     "mirror": ["--reps", "2", "--rows", "200000", "--changes", "20000"],
 }
 

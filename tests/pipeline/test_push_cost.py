@@ -4,17 +4,21 @@ which writes nothing but the time it looked."""
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 from collections import Counter
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pyarrow.parquet as pq
 import pytest
 
+from openmirror_nb._core.errors import ChangeFeedError, KeyColumnsError
 from openmirror_nb._core.landing_zone import TableFolder
 from openmirror_nb._core.pipeline import buckets, keystate
 from openmirror_nb._core.progress import Finished, Staging, Validating
+from tests.pipeline.delta_tables import mirrored
 
 pytestmark = pytest.mark.spark
 
@@ -67,7 +71,8 @@ def test_a_small_push_runs_only_the_jobs_that_write(spark, db, monkeypatch):
     """Counted by the job that writes: no step of its own counts rows, checks markers or reads
     a schema back. A change feed writes its files (a shuffle keeps each key in one file, in
     order) and its key-state delta; a diff writes its key-state delta and then its changed rows.
-    (A small table, as it is outside the suite: its key state in one bucket.)"""
+    (A small table, as it is outside the suite: its key state in one bucket; the suite's
+    tables have several, for the parallel paths.)"""
     monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 250_000)
     db.push(orders(spark), table="t", keys=["id"], progress=False)
     feed = spark.createDataFrame([(1, "x", 4), (2, None, 2), (500, "n", 0)], "id long, v string, op int")
@@ -75,15 +80,16 @@ def test_a_small_push_runs_only_the_jobs_that_write(spark, db, monkeypatch):
     db.push(feed, table="t", mode="changes", op_column="op", progress=steps)
     by_step = steps.jobs_by_step()
     assert set(by_step) == {"writing the data files", "writing the key state"}, by_step
-    assert steps.before_staging == 0 and steps.total <= 4, by_step
+    # the files: a shuffle by key, the write; the key state: grouped in the one task that writes it
+    assert steps.before_staging == 0 and by_step["writing the key state"] == 1 and steps.total <= 3, by_step
     steps = Steps()
     db.push(orders(spark, v="b").where("id < 190"), table="t", keys=["id"], progress=steps)
     by_step = steps.jobs_by_step()
     assert list(by_step) == ["writing the key state", "checking the keys", "writing the data files"]
     assert by_step["checking the keys"] == 0 and steps.before_staging == 0, by_step
-    # the key state: the snapshot's shuffle, the join; the changed rows: the changed keys'
-    # broadcast, the write (one task reads a small table: no shuffle deals the rows into files)
-    assert by_step["writing the key state"] <= 2 and by_step["writing the data files"] <= 2, by_step
+    # one job each: a small table's snapshot meets its one-bucket key state in one task, and its
+    # changed rows are joined there too (no shuffle, no broadcast)
+    assert by_step["writing the key state"] == 1 and by_step["writing the data files"] == 1, by_step
 
 
 def test_an_unchanged_snapshot_writes_only_when_it_looked(spark, db, lz):
@@ -200,3 +206,105 @@ def test_a_push_to_a_table_reads_its_state_once_under_the_lock(spark, db, monkey
     assert sum(n for (kind, _), n in calls.items() if kind == "exists") <= 1, calls
     assert calls[("write_bytes", home.state_path)] == 1
     assert sum(calls.values()) <= 22, sorted(calls.items())
+
+
+def test_a_small_table_pushed_in_one_task_ends_as_its_source(spark, db, monkeypatch):
+    """The one-task paths of a small table (its snapshot gathered without a shuffle, its changed
+    rows joined in place, a small feed's key state grouped in one task) publish exactly what the
+    parallel paths do: the mirror ends as the source, through diffs against a base and deltas."""
+    monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 250_000)
+    rows = {i: (i, f"v{i}") for i in range(50)}
+
+    def frame():
+        return spark.createDataFrame(sorted(rows.values()), "id long, v string").repartition(3)
+
+    db.push(frame(), table="t", keys=["id"])
+    for i in range(5):
+        rows[i] = (i, f"changed{i}")
+    for i in range(40, 45):
+        del rows[i]
+    rows[99] = (99, "new")
+    assert db.push(frame(), table="t").rows == {"insert": 1, "delete": 5, "upsert": 5}
+    feed = [(7, "a", 4), (7, "b", 4), (8, None, 2), (7, "c", 4), (100, "n", 0)]
+    db.push(
+        spark.createDataFrame(feed, "id long, v string, op int"), table="t", mode="changes", op_column="op"
+    )
+    rows[7], rows[100] = (7, "c"), (100, "n")
+    del rows[8]
+    assert mirrored(db, "t", ("id", "v")) == sorted(rows.values())
+    rows[1] = (1, "again")  # a diff against the base and two deltas (one of them a feed's)
+    assert db.push(frame(), table="t").rows == {"upsert": 1}
+    assert mirrored(db, "t", ("id", "v")) == sorted(rows.values())
+    dupes = spark.createDataFrame([(1, "x"), (1, "y"), (2, "z")], "id long, v string")
+    with pytest.raises(KeyColumnsError, match="not unique"):
+        db.push(dupes, table="t")
+    twice = spark.createDataFrame([(3, "p", 0), (3, "q", 0)], "id long, v string, sys_op int")
+    with pytest.raises(ChangeFeedError, match="more than once"):
+        db.push(twice, table="t", mode="changes", convention="sys_op")
+
+
+def test_the_row_hash_is_the_one_stored_states_hold(spark):
+    """Built as SQL text (two JVM calls, not a few per column), the row hash keeps the values
+    earlier versions wrote into every stored key state: NULL masks (two of them past 62
+    columns), -0.0 as 0.0, NaN, decimals, timestamps, dates, binary; no data column at all."""
+    schema = (
+        "k long, i int, f float, d double, s string, b boolean, dec decimal(10,3), ts timestamp, dd date, "
+        "bin binary, sh short, by byte"
+    )
+    rows = [
+        (
+            1,
+            7,
+            1.5,
+            -0.0,
+            "x",
+            True,
+            Decimal("1.250"),
+            dt.datetime(2024, 1, 2, 3, 4, 5, 678901),
+            dt.date(2020, 2, 29),
+            b"\x00\x01",
+            3,
+            4,
+        ),
+        (2, None, float("nan"), 0.0, None, None, None, None, None, None, None, None),
+        (
+            3,
+            -1,
+            -0.0,
+            float("nan"),
+            "",
+            False,
+            Decimal("-0.001"),
+            dt.datetime(1500, 1, 1),
+            dt.date(1, 1, 1),
+            b"",
+            -3,
+            -4,
+        ),
+    ]
+    wide = "CASE WHEN id = {m} THEN NULL ELSE id * {i} END AS c{i:02d}"
+    frames = {
+        "types": spark.createDataFrame(rows, schema),
+        "wide": spark.range(3).selectExpr("id AS k", *[wide.format(m=i % 3, i=i) for i in range(70)]),
+        "keys only": spark.range(2).selectExpr("id AS k"),
+    }
+    got = {}
+    for name, df in frames.items():
+        h1, h2 = keystate.row_hashes(df, keys=("k",))
+        got[name] = sorted(tuple(r) for r in df.select("k", h1, h2).collect())
+    assert got == {
+        "types": [
+            (1, -1424461130111443509, 3272535010311201328),
+            (2, -8083330233902072113, 4551545246153069275),
+            (3, -3006554508658624572, -5153326746486214957),
+        ],
+        "wide": [
+            (0, 6484522977651260285, 2935548046854340337),
+            (1, 2508391719102265846, -800511821117668291),
+            (2, -3168223385899556708, 9210270909382900610),
+        ],
+        "keys only": [
+            (0, -6698625589789238999, -7468882110013326303),
+            (1, -6698625589789238999, -7468882110013326303),
+        ],
+    }

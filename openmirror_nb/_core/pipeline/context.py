@@ -110,6 +110,14 @@ def bucket_target(ctx: StageContext, prior: PushState | None, *, rows: int) -> i
     return buckets_mod.count(ctx.spark, rows=rows + held)
 
 
+def one_task(prior: PushState, *, buckets: int) -> bool:
+    """Whether a diff against ``prior`` is small enough for one task: its key state is one
+    bucket, and holds (at most) one bucket's rows. A table that grew past that since its
+    layout was chosen keeps the parallel path."""
+    held = prior.state_rows
+    return buckets == 1 and held is not None and held <= buckets_mod.ROWS_PER_BUCKET
+
+
 def write_state(
     ctx: StageContext, state: DataFrame, *, keep: Column | None = None, buckets: int | None = None
 ) -> dict[str, int]:
@@ -126,13 +134,12 @@ def write_state(
 
     rows_where = stage.rows_where
     metrics = [
-        F.count(F.lit(1)).alias("rows"),
+        F.expr("count(1) AS rows"),
         rows_where(stage.any_null(ctx.keys), "null_keys"),
-        rows_where(F.col(keystate.ROWS) > 1, "duplicate_rows"),
+        rows_where(f"{keystate.ROWS} > 1", "duplicate_rows"),
     ]
     if keystate.CHANGE in state.columns:
-        change = F.col(keystate.CHANGE)
-        metrics += [rows_where(change == int(m), f"change_{int(m)}") for m in RowMarker]
+        metrics += [rows_where(f"{keystate.CHANGE} = {int(m)}", f"change_{int(m)}") for m in RowMarker]
     if buckets:
         state = buckets_mod.tag(state)
         metrics.append(buckets_mod.misplaced(ctx.keys, buckets))
@@ -266,7 +273,7 @@ def effective(
 
 
 def stored(
-    ctx: StageContext, prior: PushState, *, place: int, schema: StructType
+    ctx: StageContext, prior: PushState, *, place: int, schema: StructType, single: bool = False
 ) -> tuple[DataFrame | None, DataFrame | None]:
     """The table's stored key state for a diff (see ``snapdiff.stored``); ``schema``: the
     pushed frame's, which has the key columns."""
@@ -279,4 +286,5 @@ def stored(
         buckets=prior.buckets,
         place=place,
         schema=keystate.state_schema(schema, ctx.keys),
+        single=single,
     )

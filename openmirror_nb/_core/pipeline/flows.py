@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from openmirror_nb._core.errors import ChangeFeedError, preview
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
+from openmirror_nb._core.pipeline import buckets as buckets_mod
 from openmirror_nb._core.pipeline import checks, context, keystate, snapdiff, stage
 from openmirror_nb._core.pipeline.changes import INVALID_MARKER
 from openmirror_nb._core.pipeline.context import StageContext, Staged
@@ -48,8 +49,9 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
     # Both sides in the stored state's buckets: the stored side is then read without a shuffle,
     # and the join's output (the next state) is in the same buckets.
     n = context.bucket_target(ctx, prior, rows=0)
-    old, touched = context.stored(ctx, prior, place=n, schema=shaped.schema)
-    new = snapdiff.snapshot_state(shaped, keys=ctx.keys, buckets=n, touched=touched)
+    single = context.one_task(prior, buckets=n)
+    old, touched = context.stored(ctx, prior, place=n, schema=shaped.schema, single=single)
+    new = snapdiff.snapshot_state(shaped, keys=ctx.keys, buckets=n, touched=touched, single=single)
     diff = snapdiff.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
     changed = F.col(keystate.CHANGE).isNotNull()
     if compact:
@@ -67,12 +69,11 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
             state_rows=state_rows or 0,
             buckets=seen["buckets"] or None,
         )
-    rows = _changed_rows(ctx, shaped, total=total)
+    rows = _changed_rows(ctx, shaped, total=total, single=single)
     # Each key occurs once in a diff, so its rows are dealt straight into as many files as the
-    # row count needs, rather than written as many fragments and merged afterwards. A table
-    # whose key state fits one bucket is small: its rows are read by one task, not shuffled.
-    files = max(1, math.ceil(total / ctx.rows_per_file))
-    placed = rows.coalesce(files) if n == 1 else rows.repartition(files)
+    # row count needs, rather than written as many fragments and merged afterwards (a small
+    # table's one task splits its files by rows_per_file as it writes them).
+    placed = rows.coalesce(1) if single else rows.repartition(max(1, math.ceil(total / ctx.rows_per_file)))
     stats = context.write_data(ctx, placed, split=True, markers=_DIFF_MARKERS)
     return context.finish(
         ctx,
@@ -89,31 +90,34 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
 _DIFF_MARKERS = (int(RowMarker.INSERT), int(RowMarker.UPDATE), int(RowMarker.DELETE), int(RowMarker.UPSERT))
 
 
-def _changed_rows(ctx: StageContext, shaped: DataFrame, *, total: int) -> DataFrame:
+def _changed_rows(ctx: StageContext, shaped: DataFrame, *, total: int, single: bool) -> DataFrame:
     """The rows of the keys the diff found changed (as written in the key state), with their
-    markers: the source's row for an insert or update, the key alone for a delete."""
+    markers: the source's row for an insert or update, the key alone for a delete. ``single``:
+    a small table, joined in one task (no job to broadcast the changed keys)."""
     from pyspark.sql import functions as F
 
+    fields = shaped.schema.fields
     schema = keystate.state_schema(shaped.schema, ctx.keys, change=True)
-    changes = (
-        ctx.spark.read.schema(schema)
-        .parquet(ctx.uri(ctx.state_dir))
-        .where(F.col(keystate.CHANGE).isNotNull())
-    )
-    keys = [F.col(f"`{k}`") for k in ctx.keys]
-    touched = changes.where(F.col(keystate.CHANGE) != int(RowMarker.DELETE)).select(*keys, keystate.CHANGE)
-    if total <= keystate.BROADCAST_ROWS:
+    change, keys = keystate.CHANGE, [stage.quoted(k) for k in ctx.keys]
+    changes = ctx.spark.read.schema(schema).parquet(ctx.uri(ctx.state_dir)).where(f"{change} IS NOT NULL")
+    touched = changes.where(f"{change} != {int(RowMarker.DELETE)}").selectExpr(*keys, change)
+    if single:  # both sides in one partition: a hash join there needs no exchange
+        shaped, touched = shaped.coalesce(1), touched.coalesce(1).hint("shuffle_hash")
+    elif total <= keystate.BROADCAST_ROWS:
         # the source is read a second time: a broadcast of the few changed keys keeps it map-only
         touched = F.broadcast(touched)
     upserts = shaped.join(touched, list(ctx.keys))
-    data = [F.col(f"`{f.name}`") for f in shaped.schema.fields]
+    # SQL text: one call to the JVM per column
+    marker = f"CAST({change} AS INT) AS {ROW_MARKER}"
     typed_nulls = [
-        F.col(f"`{f.name}`") if f.name in ctx.keys else F.lit(None).cast(f.dataType).alias(f.name)
-        for f in shaped.schema.fields
+        stage.quoted(f.name)
+        if f.name in ctx.keys
+        else f"CAST(NULL AS {f.dataType.simpleString()}) AS {stage.quoted(f.name)}"
+        for f in fields
     ]
-    deletes = changes.where(F.col(keystate.CHANGE) == int(RowMarker.DELETE))
-    return upserts.select(*data, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER)).unionByName(
-        deletes.select(*typed_nulls, F.col(keystate.CHANGE).cast("int").alias(ROW_MARKER))
+    deletes = changes.where(f"{change} = {int(RowMarker.DELETE)}")
+    return upserts.selectExpr(*[stage.quoted(f.name) for f in fields], marker).unionByName(
+        deletes.selectExpr(*typed_nulls, marker)
     )
 
 
@@ -140,6 +144,8 @@ def stage_changes(
         return Staged(None, stats, new_base=False, state_rows=0)
     uri = ctx.uri(f"{ctx.staging}/parts")
     staged = stage.read_staged(ctx.spark, uri=uri, schema=rows.schema, options=ctx.options)
+    if stats.rows <= buckets_mod.ROWS_PER_BUCKET:  # grouped by key in one task: no shuffle
+        staged = staged.coalesce(1)
     delta = keystate.delta_state(
         staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited, count=unique_keys
     )

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
 from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline.stage import PART_NAME
+from openmirror_nb._core.pipeline.stage import PART_NAME, quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -64,33 +64,41 @@ def compaction_due(state: PushState | None) -> bool:
 
 
 def _q(name: str) -> str:
-    return f"`{name}`"
+    return quoted(name)
 
 
 def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]:
-    """The two 64-bit row hashes over the non-key data columns of ``df``."""
+    """The two 64-bit row hashes over the non-key data columns of ``df``.
+
+    Built as SQL text, two calls to the JVM instead of a few per column (a small push builds
+    its whole plan in the time its data takes to write): the same expressions, the same values.
+    """
     from pyspark.sql import functions as F
 
-    values: list[Column] = []
-    masks: list[Column] = []
+    values: list[str] = []
+    masks: list[str] = []
     fields = [
         f
         for f in sorted(df.schema.fields, key=lambda f: f.name)
         if f.name not in keys and f.name != ROW_MARKER
     ]
     for i, field in enumerate(fields):
-        col = F.col(_q(field.name))
-        if field.dataType.typeName() in ("float", "double"):
-            col = F.when(col == 0, F.lit(0.0).cast(field.dataType)).otherwise(col)
-        values.append(col)
+        col, kind = _q(field.name), field.dataType.typeName()
+        # -0.0 hashes as 0.0 (NaN is one value in Spark's hash already)
+        values.append(
+            f"CASE WHEN {col} = 0 THEN CAST(0.0 AS {kind}) ELSE {col} END" if kind in _FLOATS else col
+        )
         # One bit per column says where the NULLs are: one hash input per 62 columns instead of one each.
-        bit = F.when(F.col(_q(field.name)).isNull(), F.lit(1 << (i % 62))).otherwise(F.lit(0))
+        bit = f"CASE WHEN {col} IS NULL THEN {1 << (i % 62)} ELSE 0 END"
         if i % 62 == 0:
             masks.append(bit)
         else:
-            masks[-1] = masks[-1] + bit
-    parts = [*masks, *values] or [F.lit(True)]
-    return F.xxhash64(*parts), F.xxhash64(F.lit(_SALT), *parts)
+            masks[-1] = f"{masks[-1]} + {bit}"
+    parts = ", ".join([*masks, *values]) or "true"
+    return F.expr(f"xxhash64({parts})"), F.expr(f"xxhash64('{_SALT}', {parts})")
+
+
+_FLOATS = ("float", "double")
 
 
 def delta_state(
@@ -166,10 +174,17 @@ def read_effective(
 
 
 def merge_deltas(
-    spark: SparkSession, deltas: list[str], *, keys: tuple[str, ...], schema: StructType | None = None
+    spark: SparkSession,
+    deltas: list[str],
+    *,
+    keys: tuple[str, ...],
+    schema: StructType | None = None,
+    single: bool = False,
 ) -> DataFrame:
-    """Per key the row of the newest delta that has it, tombstones (``_om_rows`` 0) included."""
-    return _latest(_frames([read_state(spark, uri, schema=schema) for uri in deltas], keys=keys), keys=keys)
+    """Per key the row of the newest delta that has it, tombstones (``_om_rows`` 0) included;
+    with ``single``, merged in one partition (no shuffle)."""
+    frames = _frames([read_state(spark, uri, schema=schema) for uri in deltas], keys=keys)
+    return _latest(frames, keys=keys, single=single)
 
 
 def state_schema(frame: StructType, keys: tuple[str, ...], *, change: bool = False) -> StructType:
@@ -210,7 +225,9 @@ def _frames(sources: list[DataFrame], *, keys: tuple[str, ...]) -> list[DataFram
     ]
 
 
-def _latest(frames: list[DataFrame], *, keys: tuple[str, ...], buckets: int | None = None) -> DataFrame:
+def _latest(
+    frames: list[DataFrame], *, keys: tuple[str, ...], buckets: int | None = None, single: bool = False
+) -> DataFrame:
     """Per key, the row of the newest frame that has it (tombstones included); grouped within
     ``buckets`` hash partitions when given, so the result has that bucket layout."""
     from pyspark.sql import functions as F
@@ -220,7 +237,7 @@ def _latest(frames: list[DataFrame], *, keys: tuple[str, ...], buckets: int | No
     merged = frames[0]
     for frame in frames[1:]:
         merged = merged.unionByName(frame)
-    merged = buckets_mod.place(merged, keys=keys, buckets=buckets)
+    merged = merged.coalesce(1) if single else buckets_mod.place(merged, keys=keys, buckets=buckets)
     latest = F.max_by(F.struct(F.col(ROWS), F.col(H1), F.col(H2)), F.col(_SOURCE)).alias("s")
     state = merged.groupBy(*[F.col(_q(k)) for k in keys]).agg(latest)
     return state.select(

@@ -17,6 +17,7 @@ from openmirror_nb._core.model import RowMarker
 from openmirror_nb._core.pipeline import buckets as buckets_mod
 from openmirror_nb._core.pipeline import keystate
 from openmirror_nb._core.pipeline.keystate import CHANGE, H1, H2, ROWS
+from openmirror_nb._core.pipeline.stage import quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -28,7 +29,7 @@ _NEW, O1, O2 = "_om_new", "_om_o1", "_om_o2"
 
 
 def _q(name: str) -> str:
-    return f"`{name}`"
+    return quoted(name)
 
 
 def stored(
@@ -41,13 +42,15 @@ def stored(
     buckets: int | None,
     place: int | None,
     schema: StructType | None = None,
+    single: bool = False,
 ) -> tuple[DataFrame | None, DataFrame | None]:
     """The stored state as (the base's live rows, the deltas' merged rows).
 
     The base is read bucketed when it has ``buckets``. Deltas too large to carry on the new side
     are merged with the base instead (one group-by, into ``place`` buckets): (that merge, None).
     ``schema``: the state's columns (``keystate.state_schema``), so that no Spark job reads a
-    file footer to find them; else they are read from the files.
+    file footer to find them; else they are read from the files. ``single``: a small state, read
+    into one partition (see ``snapshot_state``), bucketed or not.
     """
     from pyspark.sql import functions as F
 
@@ -61,10 +64,11 @@ def stored(
         plain = keystate.read_state(spark, base, schema=schema).select(
             *[_q(c) for c in (*keys, ROWS, H1, H2)]
         )
-        if buckets:
+        if buckets and not single:
             old = buckets_mod.read(spark, uris=[base], schema=plain.schema, keys=keys, buckets=buckets)
-        old = (plain if old is None else old).where(F.col(ROWS) > 0)
-    return old, keystate.merge_deltas(spark, deltas, keys=keys, schema=schema) if deltas else None
+        old = (plain.coalesce(1) if single else plain if old is None else old).where(F.col(ROWS) > 0)
+    merged = keystate.merge_deltas(spark, deltas, keys=keys, schema=schema, single=single) if deltas else None
+    return old, merged
 
 
 def snapshot_state(
@@ -73,15 +77,19 @@ def snapshot_state(
     keys: tuple[str, ...],
     buckets: int | None = None,
     touched: DataFrame | None = None,
+    single: bool = False,
 ) -> DataFrame:
     """One row per row of a snapshot: its key, hashes, and how many rows share the key (>1 = duplicate).
 
     A count over a window, not a group-by: the group-by's map-side hash map overflows and spills
     when nearly every key is distinct (the usual case), while the window's sort on the key is the
     one a later join on the key needs anyway, so the diff's join adds no shuffle on this side.
-    The rows are shuffled into ``buckets`` hash partitions when given. With ``touched`` (merged
-    delta rows), each key's delta row is carried as ``_om_drows``/``_om_d1``/``_om_d2``, and a
-    key only in ``touched`` gets a row with ``_om_rows`` 0.
+    The rows are shuffled into ``buckets`` hash partitions when given; with ``single`` (a
+    snapshot small enough for one task) they are gathered into one partition instead, without a
+    shuffle: one partition holds every key together, and meets a one-bucket base as it lies.
+    With ``touched`` (merged delta rows), each key's delta row is carried as
+    ``_om_drows``/``_om_d1``/``_om_d2``, and a key only in ``touched`` gets a row with
+    ``_om_rows`` 0.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -91,7 +99,7 @@ def snapshot_state(
     hashed = df.select(*cols, h1.alias(H1), h2.alias(H2))
     window = Window.partitionBy(*cols)
     if touched is None:
-        placed = buckets_mod.place(hashed, keys=keys, buckets=buckets)
+        placed = hashed.coalesce(1) if single else buckets_mod.place(hashed, keys=keys, buckets=buckets)
         count = F.count(F.lit(1)).over(window)
         return placed.select(*cols, count.cast("long").alias(ROWS), H1, H2)
     none = F.lit(None).cast("long")
@@ -107,7 +115,8 @@ def snapshot_state(
         F.col(H1).alias(D1),
         F.col(H2).alias(D2),
     )
-    placed = buckets_mod.place(rows.unionByName(extra), keys=keys, buckets=buckets)
+    both = rows.unionByName(extra)
+    placed = both.coalesce(1) if single else buckets_mod.place(both, keys=keys, buckets=buckets)
     # a key has one delta row at most, so max() over its window is that row's value
     state = placed.select(
         *cols,

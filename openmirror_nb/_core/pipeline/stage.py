@@ -168,8 +168,8 @@ def write_parts(
     observation = Observation()
     # the partition is taken in the stage that writes, so it is the file's task
     counted = [
-        F.count(F.lit(1)).alias("rows"),
-        F.sum(F.when(F.col(_PLACE) == 0, 1).otherwise(0)).alias("first_rows"),
+        F.expr("count(1) AS rows"),
+        rows_where(f"{_PLACE} = 0", "first_rows"),
         *metrics,
     ]
     observed = df.withColumn(_PLACE, F.spark_partition_id()).observe(observation, *counted).drop(_PLACE)
@@ -186,27 +186,25 @@ def write_parts(
     return {name: int(value or 0) for name, value in observation.get.items()}
 
 
-def rows_where(cond: Column, name: str) -> Column:
-    """An aggregate: how many rows meet ``cond``."""
+def rows_where(cond: str, name: str) -> Column:
+    """An aggregate, as SQL text (one call to the JVM): how many rows meet ``cond``."""
     from pyspark.sql import functions as F
 
-    return F.sum(F.when(cond, 1).otherwise(0)).alias(name)
+    return F.expr(f"sum(CASE WHEN {cond} THEN 1 ELSE 0 END) AS {name}")
 
 
 def marker_metrics(keys: tuple[str, ...], *, markers: Sequence[int]) -> list[Column]:
     """Rows with a NULL key and rows per marker (``marker_<m>``), for ``write_parts``."""
-    from pyspark.sql import functions as F
-
-    marker = F.col(ROW_MARKER)
     return [
         rows_where(any_null(keys), "null_keys"),
-        *(rows_where(marker == m, f"marker_{m}") for m in markers),
+        *(rows_where(f"{ROW_MARKER} = {m}", f"marker_{m}".replace("-", "_")) for m in markers),
     ]
 
 
 def stats_of(seen: dict[str, int], *, markers: Sequence[int] = ()) -> StagedStats:
     """``StagedStats`` from the counts of ``write_parts`` (with ``marker_metrics`` if ``markers``)."""
-    by_marker: dict[int | None, int] = {m: seen[f"marker_{m}"] for m in markers if seen[f"marker_{m}"]}
+    counted = {m: seen[f"marker_{m}".replace("-", "_")] for m in markers}
+    by_marker: dict[int | None, int] = {m: n for m, n in counted.items() if n}
     if not markers:
         by_marker = {None: seen["rows"]}
     empty_first = seen["rows"] > 0 and seen["first_rows"] == 0
@@ -225,14 +223,14 @@ def read_staged(spark: SparkSession, *, uri: str, schema: StructType, options: T
     return reader.options(**_PARQUET_READ).parquet(uri)
 
 
-def any_null(keys: tuple[str, ...]) -> Column:
-    """True for a row with a NULL in any of ``keys``."""
-    from pyspark.sql import functions as F
+def quoted(name: str) -> str:
+    """A column's name as SQL text and ``F.col`` read it (a backtick in it doubled)."""
+    return "`" + name.replace("`", "``") + "`"
 
-    cond = F.lit(False)
-    for key in keys:
-        cond = cond | F.col(f"`{key}`").isNull()
-    return cond
+
+def any_null(keys: tuple[str, ...]) -> str:
+    """SQL: true for a row with a NULL in any of ``keys``."""
+    return " OR ".join(f"{quoted(k)} IS NULL" for k in keys) or "false"
 
 
 def duplicate_keys(
