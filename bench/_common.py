@@ -27,8 +27,22 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-RESULTS = BENCH / "results"
-PYTHON = str(ROOT / ".venv" / "bin" / "python")
+
+
+def _spark_major() -> int:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return int(version("pyspark").split(".")[0])
+    except PackageNotFoundError:
+        return 0
+
+
+# Each Spark line keeps its own results: the Spark 4 line's (``.venv-spark4``, from
+# constraints-spark4.txt; ``bench/run.py --spark4``) under results/spark4/.
+SPARK4 = _spark_major() >= 4
+RESULTS = BENCH / "results" / ("spark4" if SPARK4 else "")
+PYTHON = str(ROOT / (".venv-spark4" if SPARK4 else ".venv") / "bin" / "python")
 
 # The 1%-changed snapshot, by key: of every 1000 base keys 8 are updated and 1 deleted;
 # N/1000 new keys are appended after the base range.
