@@ -94,10 +94,12 @@ def visible_hash(root: Path) -> str:
 def small_buckets(monkeypatch):
     """Test tables have a few rows: one row per bucket gives them several (up to the 4 shuffle
     partitions), so every push in the suite runs the bucket layout as a large table would (see
-    pipeline.buckets)."""
-    from openmirror_nb._core.pipeline import buckets
+    pipeline.buckets); and every change feed is shuffled by key as a large feed is (not gathered
+    into one task: pipeline.changes.SMALL_FEED_BYTES)."""
+    from openmirror_nb._core.pipeline import buckets, changes
 
     monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 1)
+    monkeypatch.setattr(changes, "SMALL_FEED_BYTES", -1)
 
 
 @pytest.fixture

@@ -11,16 +11,18 @@ from collections import Counter
 from datetime import UTC, datetime
 from decimal import Decimal
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
 from openmirror_nb._core.errors import ChangeFeedError, KeyColumnsError
 from openmirror_nb._core.landing_zone import TableFolder
-from openmirror_nb._core.pipeline import buckets, keystate
+from openmirror_nb._core.pipeline import buckets, changes, keystate
 from openmirror_nb._core.progress import Finished, Staging, Validating
 from tests.pipeline.delta_tables import mirrored
 
 pytestmark = pytest.mark.spark
+SMALL_FEED = 8 * 2**20  # pipeline.changes.SMALL_FEED_BYTES outside the suite (its conftest sets -1)
 
 
 def orders(spark, n=200, *, v="a", parts=2):
@@ -74,14 +76,22 @@ def test_a_small_push_runs_only_the_jobs_that_write(spark, db, monkeypatch):
     (A small table, as it is outside the suite: its key state in one bucket; the suite's
     tables have several, for the parallel paths.)"""
     monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 250_000)
+    monkeypatch.setattr(changes, "SMALL_FEED_BYTES", SMALL_FEED)
     db.push(orders(spark), table="t", keys=["id"], progress=False)
-    feed = spark.createDataFrame([(1, "x", 4), (2, None, 2), (500, "n", 0)], "id long, v string, op int")
+    feed = pd.DataFrame({"id": [1, 2, 500], "v": ["x", None, "n"], "op": [4, 2, 0]})
     steps = Steps()
     db.push(feed, table="t", mode="changes", op_column="op", progress=steps)
     by_step = steps.jobs_by_step()
     assert set(by_step) == {"writing the data files", "writing the key state"}, by_step
-    # the files: a shuffle by key, the write; the key state: grouped in the one task that writes it
-    assert steps.before_staging == 0 and by_step["writing the key state"] == 1 and steps.total <= 3, by_step
+    # the files: a feed Spark knows is small is ordered in the task that writes it (no shuffle);
+    # the key state: grouped in the one task that writes it
+    assert by_step == {"writing the data files": 1, "writing the key state": 1}, by_step
+    assert steps.before_staging == 0 and steps.total == 2
+    # a feed of unknown size (built from Python rows) is shuffled by key: one job more
+    rows = spark.createDataFrame([(1, "y", 4)], "id long, v string, op int")
+    steps = Steps()
+    db.push(rows, table="t", mode="changes", op_column="op", progress=steps)
+    assert steps.jobs_by_step()["writing the data files"] == 2, steps.jobs_by_step()
     steps = Steps()
     db.push(orders(spark, v="b").where("id < 190"), table="t", keys=["id"], progress=steps)
     by_step = steps.jobs_by_step()
@@ -213,6 +223,7 @@ def test_a_small_table_pushed_in_one_task_ends_as_its_source(spark, db, monkeypa
     rows joined in place, a small feed's key state grouped in one task) publish exactly what the
     parallel paths do: the mirror ends as the source, through diffs against a base and deltas."""
     monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 250_000)
+    monkeypatch.setattr(changes, "SMALL_FEED_BYTES", SMALL_FEED)
     rows = {i: (i, f"v{i}") for i in range(50)}
 
     def frame():
@@ -225,10 +236,15 @@ def test_a_small_table_pushed_in_one_task_ends_as_its_source(spark, db, monkeypa
         del rows[i]
     rows[99] = (99, "new")
     assert db.push(frame(), table="t").rows == {"insert": 1, "delete": 5, "upsert": 5}
-    feed = [(7, "a", 4), (7, "b", 4), (8, None, 2), (7, "c", 4), (100, "n", 0)]
-    db.push(
-        spark.createDataFrame(feed, "id long, v string, op int"), table="t", mode="changes", op_column="op"
+    # Three partitions of known size, key 7's changes across two of them: gathered in one task,
+    # they are put back in input order, so 7 ends as "c"
+    feed = spark.range(0, 5, 1, numPartitions=3).selectExpr(
+        "CAST(element_at(array(7, 7, 8, 7, 100), int(id) + 1) AS long) AS id",
+        "element_at(array('a', 'b', NULL, 'c', 'n'), int(id) + 1) AS v",
+        "element_at(array(4, 4, 2, 4, 0), int(id) + 1) AS op",
     )
+    assert changes.estimated_bytes(feed) <= SMALL_FEED
+    db.push(feed, table="t", mode="changes", op_column="op")
     rows[7], rows[100] = (7, "c"), (100, "n")
     del rows[8]
     assert mirrored(db, "t", ("id", "v")) == sorted(rows.values())
@@ -241,6 +257,27 @@ def test_a_small_table_pushed_in_one_task_ends_as_its_source(spark, db, monkeypa
     twice = spark.createDataFrame([(3, "p", 0), (3, "q", 0)], "id long, v string, sys_op int")
     with pytest.raises(ChangeFeedError, match="more than once"):
         db.push(twice, table="t", mode="changes", convention="sys_op")
+
+
+def test_a_small_feed_gathered_in_one_task_keeps_each_keys_order(spark, db, lz, monkeypatch):
+    """Gathered without a shuffle, a feed is still put in order: by ``order_by``, ties in input
+    order, across the partitions it came in; one file holds it all."""
+    monkeypatch.setattr(changes, "SMALL_FEED_BYTES", SMALL_FEED)
+    db.push(spark.range(3).selectExpr("id", "'a' AS v"), table="t", keys=["id"])
+    feed = spark.range(0, 6, 1, numPartitions=3).selectExpr(
+        "CAST(element_at(array(1, 1, 2, 1, 2, 1), int(id) + 1) AS long) AS id",
+        "element_at(array('x', 'y', 'z', 'q', 'w', 'r'), int(id) + 1) AS v",
+        "4 AS op",
+        "element_at(array(3, 5, 2, 4, 1, 5), int(id) + 1) AS lsn",
+    )
+    assert changes.estimated_bytes(feed) <= SMALL_FEED
+    result = db.push(feed, table="t", mode="changes", op_column="op", order_by=["lsn"])
+    assert len(result.sequence_numbers) == 1
+    published = sorted((lz / "t").glob("0*.parquet"))[-1]
+    out = [(r["id"], r["v"]) for r in pq.read_table(published).to_pylist()]
+    assert [v for k, v in out if k == 1] == ["x", "q", "y", "r"]  # lsn 3, 4, 5, 5 (y came first)
+    assert [v for k, v in out if k == 2] == ["w", "z"]
+    assert mirrored(db, "t", ("id", "v")) == [(0, "a"), (1, "r"), (2, "z")]
 
 
 def test_the_row_hash_is_the_one_stored_states_hold(spark):

@@ -24,6 +24,10 @@ _VALID = [int(m) for m in RowMarker]
 # Metadata columns of a Delta change data feed: they describe the change, not the table.
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 DEFAULT_OP_COLUMN = {"rowmarker": ROW_MARKER, "sys_op": "sys_op", "cdf": "_change_type", "debezium": "op"}
+# A feed Spark estimates at most this size (its optimized plan's sizeInBytes) is ordered in one
+# task instead of a shuffle by key: one job less, which is most of a small push's cost (a
+# micro-batch of a stream, a daily feed of a few thousand rows).
+SMALL_FEED_BYTES = 8 * 2**20
 _NUMERIC = ("byte", "short", "integer", "long", "string", "decimal", "double", "float")
 
 
@@ -212,15 +216,29 @@ def _net_changes(shaped: DataFrame, *, keys: tuple[str, ...], hidden: list[str])
 
 
 def _by_key(df: DataFrame, keys: tuple[str, ...]) -> DataFrame:
-    """``df`` hash-partitioned on the keys. With adaptive execution the partition count is left
-    to it, so a small feed is written as one file, not one per partition of its source (then
-    merged); a key still lives in one partition, as coalescing keeps hash partitions whole.
-    Without it, as many partitions as the source has."""
+    """``df`` with each key's rows in one partition. A feed estimated small (``SMALL_FEED_BYTES``)
+    is gathered into one partition without a shuffle (the order columns then put it back in input
+    order: ``monotonically_increasing_id`` is taken before the gathering). Otherwise hash-partitioned
+    on the keys: with adaptive execution the partition count is left to it, so a modest feed is
+    still one file, not one per partition of its source; a key stays in one partition, as
+    coalescing keeps hash partitions whole. Without it, as many partitions as the source has."""
     from pyspark.sql import functions as F
 
+    if estimated_bytes(df) <= SMALL_FEED_BYTES:
+        return df.coalesce(1)
     cols = [F.col(f"`{k}`") for k in keys]
     conf = df.sparkSession.conf
     adaptive = conf.get("spark.sql.adaptive.enabled", "true") == "true"
     if adaptive and conf.get("spark.sql.adaptive.coalescePartitions.enabled", "true") == "true":
         return df.repartition(*cols)
     return df.repartition(max(1, df.rdd.getNumPartitions()), *cols)
+
+
+def estimated_bytes(df: DataFrame) -> float:
+    """Spark's estimate of ``df``'s size (its optimized plan's statistics). Sources that do not know
+    their size (a JDBC query) say so with a huge value, so an unknown size never counts as small."""
+    try:
+        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+        return float(size if isinstance(size, int) else str(size))  # py4j converts a BigInt, or not
+    except Exception:  # an internal API: no estimate only means the shuffled path
+        return float("inf")
