@@ -45,6 +45,11 @@ COLUMNS = (
     "last_sync",
     "last_checked",
     "lag_seconds",
+    "stream_query",
+    "stream_batch",
+    "stream_batch_time",
+    "stream_batch_rows",
+    "stream_seconds",
 )
 
 
