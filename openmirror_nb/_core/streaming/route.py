@@ -56,11 +56,6 @@ class Router:
             TableRef.parse(name)  # a route value must be a valid table name
             if isinstance(given, str):
                 raise ConfigError(f"keys and columns take lists per table, e.g. {{{name!r}: ['id']}}.")
-        if columns and base.convention == "debezium":
-            raise ConfigError(
-                "columns= selects columns of a flat feed; a Debezium feed's columns are its row image: "
-                "select them before the sink, or use convention='rowmarker' on ExtractNewRecordState output."
-            )
         unknown = sorted(set(columns or {}) - set(keys))
         if unknown:
             raise ConfigError(f"columns= names tables {unknown} that keys= does not; give their keys too.")
@@ -127,8 +122,11 @@ class Router:
         listed = self.columns.get(value)
         if listed is None:
             return part
-        extra = [c for c in (self.base.op, *self.base.order_by) if c not in listed]
-        missing = [c for c in (*listed, *extra) if c not in part.columns]
+        # the operation, ordering and (a flat Debezium feed's) "__" fields go along unpublished
+        flat = [c for c in part.columns if c.startswith("__")] if self.base.convention == "debezium" else []
+        wanted = (self.base.op, *self.base.order_by, *flat)
+        extra = [c for c in dict.fromkeys(wanted) if c in part.columns and c not in listed]
+        missing = [c for c in listed if c not in part.columns]
         if missing:
             raise ConfigError(
                 f"columns= of table {value!r} names {missing}, which the stream does not have "
