@@ -99,6 +99,13 @@ class Verb:
 
 
 TABLE = arg("table", metavar="T", help="name or schema.name")
+# A change feed's options, shared by push and stream
+KEYS = arg("--keys", type=names, default=None, metavar="K,...", help="key columns, comma-separated")
+OP_COLUMN = arg("--op-column", default=None, metavar="C", help="operation column of a change feed")
+CONVENTION = arg("--convention", choices=get_args(Convention), default="rowmarker")
+ORDER_BY = arg(
+    "--order-by", type=names, default=[], metavar="A,B", help="columns ordering each key's changes"
+)
 DF_HELP: dict[Skin, str] = {"magic": "variable, temp view or table", "cli": "Parquet file or folder to read"}
 ONCE_HELP: dict[Skin, str] = {
     "magic": "one pass (the default)",
@@ -121,17 +128,11 @@ VERBS: tuple[Verb, ...] = (
         (
             arg("df", nargs="?", default=None, metavar="DF", help=DF_HELP),
             arg("--table", required=True, metavar="T", help="name or schema.name"),
-            arg("--keys", type=names, default=None, metavar="K,...", help="key columns, comma-separated"),
+            KEYS,
             arg("--mode", choices=get_args(PushMode), default="snapshot"),
-            arg("--op-column", default=None, metavar="C", help="operation column of a change feed"),
-            arg("--convention", choices=get_args(Convention), default="rowmarker"),
-            arg(
-                "--order-by",
-                type=names,
-                default=[],
-                metavar="A,B",
-                help="columns ordering each key's changes",
-            ),
+            OP_COLUMN,
+            CONVENTION,
+            ORDER_BY,
             arg("--compact", action="store_true", help="keep only each key's net change"),
             arg("--format", choices=get_args(FileFormat), default=None, help="file format (first push)"),
             arg("--compression", choices=get_args(Compression), default=None),
@@ -193,16 +194,10 @@ VERBS: tuple[Verb, ...] = (
             arg("df", nargs="?", default=None, metavar="DF", help="a streaming DataFrame variable"),
             arg("--table", default=None, metavar="T", help="name or schema.name"),
             arg("--checkpoint", default=None, metavar="PATH", help="the query's checkpoint folder"),
-            arg("--keys", type=names, default=None, metavar="K,...", help="key columns, comma-separated"),
-            arg("--op-column", default=None, metavar="C", help="operation column of the change feed"),
-            arg("--convention", choices=get_args(Convention), default="rowmarker"),
-            arg(
-                "--order-by",
-                type=names,
-                default=[],
-                metavar="A,B",
-                help="columns ordering each key's changes",
-            ),
+            KEYS,
+            OP_COLUMN,
+            CONVENTION,
+            ORDER_BY,
             arg(
                 "--trigger",
                 default="available_now",

@@ -26,6 +26,7 @@ from openmirror_nb._core.pipeline.request import PushRequest
 from openmirror_nb._core.progress import ProgressCallback
 from openmirror_nb._core.storage.base import Storage
 from openmirror_nb._core.streaming.query_record import QueryRecord
+from openmirror_nb._core.streaming.route import Router
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -58,7 +59,7 @@ class BatchSink:
 
     storage: Storage
     request: PushRequest | None  # one table; None when routed
-    router: object | None = None  # a streaming.route.Router
+    router: Router | None = None  # routed: how a batch splits into tables
     progress: ProgressCallback | None = None
     error: OpenMirrorError | None = None
     applied: dict[str, PushResult] = field(default_factory=dict)
@@ -74,10 +75,7 @@ class BatchSink:
             try:
                 if self.request is not None:
                     self._apply(df, self.request, batch, record)
-                else:
-                    from openmirror_nb._core.streaming.route import Router
-
-                    assert isinstance(self.router, Router)
+                elif self.router is not None:
                     self.router.apply(
                         df, batch, lambda part, request: self._apply(part, request, batch, record)
                     )
