@@ -142,3 +142,21 @@ def test_routed_options_are_checked_when_the_sink_is_made(db):
         db.batch_sink(route="tbl", keys={"a": "id"})
     with pytest.raises(om.InvalidNameError):
         db.batch_sink(route="tbl", keys={"a/b": ["id"]})
+
+
+def test_a_type_one_table_cannot_hold_stops_the_whole_batch(spark, db, tmp_path):
+    """Only inv.orders publishes the interval column; inv.customers, which would publish first,
+    publishes nothing either."""
+    from pyspark.sql import functions as F
+
+    feed = Feed(tmp_path)
+    feed.drop([_customer(1, 0, "ann", 1), _order(10, 0, 5.0, 2)])
+    events = feed.stream(spark, SCHEMA).withColumn("wait", F.expr("INTERVAL 1 DAY"))
+    columns = {"inv.customers": ["id", "name"], "inv.orders": ["order_id", "total", "wait"]}
+    before = tree_hash(db.target.landing_zone)
+    ms = db.mirror_stream(
+        events, route="tbl", keys=KEYS, op_column="op", columns=columns, checkpoint=tmp_path / "c"
+    )
+    with pytest.raises(om.UnsupportedTypeError, match="Column 'wait' has type interval day"):
+        ms.await_termination()
+    assert tree_hash(db.target.landing_zone) == before and db.tables() == []
