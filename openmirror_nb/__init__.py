@@ -82,12 +82,15 @@ if TYPE_CHECKING:
         load_plan,
     )
     from openmirror_nb._core.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
+    from openmirror_nb._core.streaming.sink import BatchSink
+    from openmirror_nb._core.streaming.stream import MirrorStream
     from openmirror_nb._core.table_info import ColumnInfo, TableInfo
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_ROWS_PER_FILE",
+    "BatchSink",
     "Blocker",
     "Cancelled",
     "Catalog",
@@ -117,6 +120,7 @@ __all__ = [
     "LockTimeoutError",
     "MirrorError",
     "MirrorRun",
+    "MirrorStream",
     "MirrorWaitTimeoutError",
     "MirroredDatabase",
     "MissingDependencyError",
@@ -208,6 +212,8 @@ _LAZY = {
     "SourceTable": "openmirror_nb._core.sources",
     "Strategy": "openmirror_nb._core.sources",
     "load_plan": "openmirror_nb._core.sources",
+    "BatchSink": "openmirror_nb._core.streaming.sink",
+    "MirrorStream": "openmirror_nb._core.streaming.stream",
 }
 
 

@@ -41,6 +41,8 @@ ALLOWED: dict[str, set[str]] = {
     "keys": BASE | {"storage", "landing_zone", "pipeline"},
     # Many tables (issue 27): sources discovered into plans, with the push's checks and suggestions.
     "sources": BASE | {"storage", "landing_zone", "pipeline", "keys", "table_info"},
+    # Streams (issue 26): foreachBatch sinks over the push pipeline.
+    "streaming": BASE | {"storage", "landing_zone", "pipeline"},
     "api": BASE
     | {
         "storage",
@@ -53,6 +55,7 @@ ALLOWED: dict[str, set[str]] = {
         "keys",
         "schema_change",
         "sources",
+        "streaming",
     },
     # The skins use the public API only (issue 24): the package root (``openmirror_nb``, its names
     # in ``__all__``), the panels, each other, and the error family they catch and word.
@@ -74,6 +77,7 @@ ALLOWED: dict[str, set[str]] = {
         "schema_change",
         "sources",
         "status",
+        "streaming",
         "table_info",
         "widgets",
         "magics",

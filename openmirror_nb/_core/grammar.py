@@ -99,6 +99,13 @@ class Verb:
 
 
 TABLE = arg("table", metavar="T", help="name or schema.name")
+# A change feed's options, shared by push and stream
+KEYS = arg("--keys", type=names, default=None, metavar="K,...", help="key columns, comma-separated")
+OP_COLUMN = arg("--op-column", default=None, metavar="C", help="operation column of a change feed")
+CONVENTION = arg("--convention", choices=get_args(Convention), default="rowmarker")
+ORDER_BY = arg(
+    "--order-by", type=names, default=[], metavar="A,B", help="columns ordering each key's changes"
+)
 DF_HELP: dict[Skin, str] = {"magic": "variable, temp view or table", "cli": "Parquet file or folder to read"}
 ONCE_HELP: dict[Skin, str] = {
     "magic": "one pass (the default)",
@@ -121,17 +128,11 @@ VERBS: tuple[Verb, ...] = (
         (
             arg("df", nargs="?", default=None, metavar="DF", help=DF_HELP),
             arg("--table", required=True, metavar="T", help="name or schema.name"),
-            arg("--keys", type=names, default=None, metavar="K,...", help="key columns, comma-separated"),
+            KEYS,
             arg("--mode", choices=get_args(PushMode), default="snapshot"),
-            arg("--op-column", default=None, metavar="C", help="operation column of a change feed"),
-            arg("--convention", choices=get_args(Convention), default="rowmarker"),
-            arg(
-                "--order-by",
-                type=names,
-                default=[],
-                metavar="A,B",
-                help="columns ordering each key's changes",
-            ),
+            OP_COLUMN,
+            CONVENTION,
+            ORDER_BY,
             arg("--compact", action="store_true", help="keep only each key's net change"),
             arg("--format", choices=get_args(FileFormat), default=None, help="file format (first push)"),
             arg("--compression", choices=get_args(Compression), default=None),
@@ -181,6 +182,38 @@ VERBS: tuple[Verb, ...] = (
             arg("--keys", type=names, default=None, metavar="K,...", help="the key columns from now on"),
             arg("--confirm", default=None, metavar="T", help="run it now; T: the table's name again"),
             arg("--no-wait", action="store_true", help="do not wait for the mirror to have it back"),
+        ),
+        skins=MAGIC,
+    ),
+    Verb(
+        "stream",
+        "mirror a streaming DataFrame (a change feed); list or stop the streams started here",
+        "DF --table T --checkpoint PATH [--keys K,...] [--op-column C] [--convention X] [--order-by A,B] "
+        "[--trigger W] | --list | --stop [ID]",
+        (
+            arg("df", nargs="?", default=None, metavar="DF", help="a streaming DataFrame variable"),
+            arg("--table", default=None, metavar="T", help="name or schema.name"),
+            arg("--checkpoint", default=None, metavar="PATH", help="the query's checkpoint folder"),
+            KEYS,
+            OP_COLUMN,
+            CONVENTION,
+            ORDER_BY,
+            arg(
+                "--trigger",
+                default="available_now",
+                metavar="W",
+                help="available_now (the default), once, or an interval such as '10 seconds'",
+            ),
+            arg("--list", action="store_true", group="what", help="the streams started here"),
+            arg(
+                "--stop",
+                nargs="?",
+                const="all",
+                default=None,
+                metavar="ID",
+                group="what",
+                help="stop one or all",
+            ),
         ),
         skins=MAGIC,
     ),

@@ -11,13 +11,14 @@ from openmirror_nb._core.api.monitoring import Monitoring
 from openmirror_nb._core.api.planning import Planning
 from openmirror_nb._core.api.reading import Reading
 from openmirror_nb._core.api.schema import SchemaChanges
+from openmirror_nb._core.api.streaming import Streaming
 from openmirror_nb._core.api.writing import Writing
 from openmirror_nb._core.errors import ConfigError
 from openmirror_nb._core.model import PartnerInfo
 from openmirror_nb._core.target import LocalTarget, OneLakeTarget, parse_target
 
 
-class MirroredDatabase(Writing, SchemaChanges, Monitoring, Reading, Planning):
+class MirroredDatabase(Writing, Streaming, SchemaChanges, Monitoring, Reading, Planning):
     """A handle on one mirrored database: a local folder or a Fabric landing zone.
 
     Create it with :func:`connect`.

@@ -17,6 +17,23 @@ STATE_VERSION = 1
 
 
 @dataclass(frozen=True)
+class StreamBatch:
+    """One micro-batch of a Structured Streaming query (``db.batch_sink``), as committed.
+
+    Attributes:
+        query: The streaming query's id (a checkpoint keeps it across restarts).
+        batch: The batch id, which Spark repeats when it replays the batch after a crash.
+        at: When the batch was decided (epoch seconds): its files were published right after.
+        rows: Change rows the batch published to this table.
+    """
+
+    query: str
+    batch: int
+    at: float = 0.0
+    rows: int = 0
+
+
+@dataclass(frozen=True)
 class PushState:
     """The table as of the last committed push.
 
@@ -40,6 +57,9 @@ class PushState:
         source_version: The version of ``source`` the table holds; committed with the push
             that published it, so a crash can neither skip nor repeat a version.
         load_seconds: How long the initial load took to stage (what a reseed costs again).
+        streams: Per streaming query id, the last batch id applied (``db.batch_sink``), committed
+            with that batch's files: a replayed batch at or below it publishes nothing.
+        stream: The last streamed batch applied to the table (for ``db.status()``).
     """
 
     key_columns: tuple[str, ...]
@@ -57,6 +77,13 @@ class PushState:
     source: str | None = None
     source_version: int | None = None
     load_seconds: float | None = None
+    # Structured Streaming (db.batch_sink): the exactly-once record, see streaming.sink
+    streams: tuple[tuple[str, int], ...] = ()
+    stream: StreamBatch | None = None
+
+    def applied(self, query: str) -> int | None:
+        """The last batch id of streaming query ``query`` this table holds, if any."""
+        return dict(self.streams).get(query)
 
     @property
     def pushes_since_base(self) -> int:
@@ -115,6 +142,8 @@ class PushState:
             source=doc.get("source"),
             source_version=_count(doc.get("source_version")),
             load_seconds=_time(doc.get("load_seconds")),
+            streams=tuple((str(q), int(b)) for q, b in doc.get("streams", ())),
+            stream=StreamBatch(**doc["stream"]) if doc.get("stream") else None,
         )
 
 
@@ -131,12 +160,14 @@ def next_state(
     buckets: int | None = None,
     source: tuple[str, int] | None = None,
     seconds: float | None = None,
+    stream: StreamBatch | None = None,
 ) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
     ``prior``; with no ``folder`` (the push published nothing) the key state stays as it was.
     ``source``: the (Delta table, version) the push brings the table to; ``seconds``: how long
-    the push took to decide (kept for the initial load, what a reseed costs again)."""
+    the push took to decide (kept for the initial load, what a reseed costs again); ``stream``:
+    the streamed micro-batch this push applies."""
     before = prior or PushState(
         key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
     )
@@ -169,7 +200,15 @@ def next_state(
         source=source[0] if source else before.source,
         source_version=source[1] if source else before.source_version,
         load_seconds=seconds if prior is None else before.load_seconds,
+        streams=_streams(before.streams, stream),
+        stream=stream or before.stream,
     )
+
+
+def _streams(held: tuple[tuple[str, int], ...], stream: StreamBatch | None) -> tuple[tuple[str, int], ...]:
+    if stream is None:
+        return held
+    return (*((q, b) for q, b in held if q != stream.query), (stream.query, stream.batch))
 
 
 def _time(value: Any) -> float | None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         LocalMirror,
         MirroredDatabase,
         MirrorRun,
+        MirrorStream,
         PushResult,
         ReseedResult,
         StatusReport,
@@ -39,6 +40,7 @@ class MagicState:
         self.shell = shell
         self.db: MirroredDatabase | None = None
         self.mirrors: dict[Path, LocalMirror] = {}
+        self.streams: dict[str, MirrorStream] = {}
 
     def database(self) -> MirroredDatabase:
         """The connected database; the default one (``om.connect()``) until ``connect`` ran."""
@@ -51,6 +53,8 @@ class MagicState:
     def stop_mirrors(self) -> None:
         for mirror in self.mirrors.values():
             mirror.stop(timeout=60)
+        for running in self.streams.values():
+            running.stop()
 
 
 def run(state: MagicState, line: str, cell: str | None = None) -> object:
@@ -162,6 +166,38 @@ def mirror(state: MagicState, args: argparse.Namespace) -> MirrorRun | LocalMirr
     return local.run_once()
 
 
+def stream(state: MagicState, args: argparse.Namespace) -> MirrorStream | list[MirrorStream]:
+    """``db.mirror_stream(DF, table=T, checkpoint=PATH, keys=[K, ...], op_column=C, convention=X,
+    order_by=[A, B], trigger=W)``; ``--list``: the streams started here; ``--stop [ID]``:
+    ``ms.stop()`` of one (its query id) or all."""
+    if args.list:
+        return list(state.streams.values())
+    if args.stop is not None:
+        chosen = [s for key, s in state.streams.items() if args.stop in ("all", key)]
+        if not chosen:
+            raise UsageError(
+                f"{PROG} stream --stop: no stream {args.stop!r} was started here; {PROG} stream --list."
+            )
+        for running in chosen:
+            running.stop()
+        return chosen
+    if args.df is None or args.table is None:
+        raise UsageError(f"{PROG} stream: give DF and --table T (or --list, --stop).")
+    df = _named_frame(state, args.df, verb="stream")
+    started = state.database().mirror_stream(
+        df,
+        table=args.table,
+        keys=args.keys,
+        op_column=args.op_column,
+        convention=args.convention,
+        order_by=args.order_by,
+        checkpoint=args.checkpoint,
+        trigger=args.trigger,
+    )
+    state.streams[str(started.query.id)] = started
+    return started
+
+
 VERBS: dict[str, Callable[[MagicState, argparse.Namespace], object]] = {
     "connect": connect,
     "push": push,
@@ -173,6 +209,7 @@ VERBS: dict[str, Callable[[MagicState, argparse.Namespace], object]] = {
     "schema": schema,
     "tables": tables,
     "mirror": mirror,
+    "stream": stream,
 }
 
 

@@ -4,6 +4,7 @@ the table's next state (``landing_zone.publish`` carries it out), and what the r
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.landing_zone.journal import Journal, JournalEntry
@@ -62,6 +63,8 @@ def decide(
     if meta is not None and METADATA_FILE not in names:
         raise StaleTable()
     data_schema = type(schema)([f for f in schema.fields if f.name != ROW_MARKER])
+    now = time.time()
+    stream = request.stream and replace(request.stream, at=now, rows=staged.stats.rows)
     new_state = next_state(
         state,
         key_columns=ctx.keys,
@@ -70,10 +73,11 @@ def decide(
         new_base=staged.new_base,
         rows=staged.state_rows,
         incarnation=ctx.incarnation,
-        now=time.time(),
+        now=now,
         buckets=staged.buckets,
         source=request.source,
         seconds=seconds,
+        stream=stream,
     )
     definition = checks.schema_definition(data_schema, ctx.keys) if ctx.options.is_delimited else ()
     metadata = (

@@ -218,6 +218,7 @@ def _prepare(
     options = checks.resolve_options(request.table_options, meta, name)
     keys = checks.resolve_keys(request.keys, meta, name)
     push_checks.check_source(request, state)
+    push_checks.check_stream(request, state)
     shaped = shape(push.df, request, keys, options)
     checks.check_against_state(shaped.schema, state, options, name)
     push_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"

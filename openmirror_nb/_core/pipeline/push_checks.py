@@ -1,6 +1,6 @@
 """What a push checks about the table before it stages, under its lock: that the table is in the
-incarnation the push started against (no reseed since, none half done), and that a sync's source is at
-the version it was read at."""
+incarnation the push started against (no reseed since, none half done), that a sync's source is at
+the version it was read at, and that a streamed batch is not in the table already."""
 
 from __future__ import annotations
 
@@ -53,6 +53,18 @@ def check_source(request: PushRequest, state: PushState | None) -> None:
         raise LandingZoneError(
             f"Table {request.table} holds version {held} of {request.source[0]} now, but this sync read "
             f"it at version {request.source_after}; another sync ran meanwhile: run sync_delta again."
+        )
+
+
+def check_stream(request: PushRequest, state: PushState | None) -> None:
+    """A streamed batch is applied once: the sink skips one the table holds, under this same lock."""
+    if request.stream is None or state is None:
+        return
+    held = state.applied(request.stream.query)
+    if held is not None and held >= request.stream.batch:
+        raise LandingZoneError(
+            f"Table {request.table} already holds batch {held} of streaming query {request.stream.query}; "
+            f"batch {request.stream.batch} must not be applied again: restart the query."
         )
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, get_args
 
 from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.model import (
     DEFAULT_ROWS_PER_FILE,
     Compression,
@@ -53,6 +54,10 @@ class PushRequest:
     # was read against (None: the table's first sync), checked under the table lock.
     source: tuple[str, int] | None = None
     source_after: int | None = None
+    # db.batch_sink: the micro-batch this push applies, committed with its files; and the
+    # columns of a routed feed that order each key's changes without being published
+    stream: StreamBatch | None = None
+    unpublished: tuple[str, ...] = ()
 
     @classmethod
     def create(
@@ -152,7 +157,7 @@ def shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: T
         check_keys(df, keys)
         return normalize(df, options=options)
     op, order_by = request.op, request.order_by
-    hidden: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = request.unpublished
     if request.convention == "debezium":
         # Envelope, payload wrapper, ExtractNewRecordState or flattened: one flat feed of the row's
         # columns, the op letter and ordering fields that are not published.

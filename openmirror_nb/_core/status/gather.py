@@ -40,6 +40,7 @@ from openmirror_nb._core.status.records import (
 )
 from openmirror_nb._core.status.report import StatusReport
 from openmirror_nb._core.status.reseeds import with_reseeds
+from openmirror_nb._core.status.streamed import stream_fields
 from openmirror_nb._core.storage.base import Storage
 
 _SEQUENCE = re.compile(r"SequenceNumber:\s*(\d+)")
@@ -217,6 +218,7 @@ def _table(
         ),
         lag_seconds=_lag(pending, now, listed=mirror is not None),
         notes=tuple(notes),
+        **stream_fields(state, now),
     )
 
 

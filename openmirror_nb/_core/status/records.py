@@ -45,6 +45,11 @@ COLUMNS = (
     "last_sync",
     "last_checked",
     "lag_seconds",
+    "stream_query",
+    "stream_batch",
+    "stream_batch_time",
+    "stream_batch_rows",
+    "stream_seconds",
 )
 
 
@@ -110,6 +115,11 @@ class TableStatus:
         lag_seconds: How long the oldest pending file has waited (0 with nothing pending).
         reconciliation: Row counts compared, with ``reconcile=True``.
         notes: Anything a source could not tell, in words.
+        stream_query: The streaming query whose micro-batch the table got last (``db.batch_sink``).
+        stream_batch: That batch's id; ``stream_batch_time``: when it was published.
+        stream_batch_rows: Change rows that batch published to the table.
+        stream_seconds: How long ago that batch ended (``lag_seconds`` is the pending files' wait):
+            a stream whose trigger interval is much shorter than this is stalled or stopped.
     """
 
     table: str
@@ -133,6 +143,12 @@ class TableStatus:
     lag_seconds: float | None = None
     reconciliation: Reconciliation | None = None
     notes: tuple[str, ...] = ()
+    # streamed tables (db.batch_sink)
+    stream_query: str | None = None
+    stream_batch: int | None = None
+    stream_batch_time: datetime | None = None
+    stream_batch_rows: int | None = None
+    stream_seconds: float | None = None
 
     @property
     def blocked_by(self) -> str:
@@ -203,6 +219,11 @@ class TableStatus:
             "last_sync": self.last_sync,
             "last_checked": self.last_checked,
             "lag_seconds": self.lag_seconds,
+            "stream_query": self.stream_query,
+            "stream_batch": self.stream_batch,
+            "stream_batch_time": self.stream_batch_time,
+            "stream_batch_rows": self.stream_batch_rows,
+            "stream_seconds": self.stream_seconds,
         }
 
 
@@ -239,6 +260,10 @@ def _detail_html(t: TableStatus, now: datetime) -> str:
         ("last checked", since(t.last_checked, now)),
         ("last sync", since(t.last_sync, now)),
     ]
+    if t.stream_query is not None:
+        facts.append(("stream", f"query {t.stream_query}"))
+        rows = f"{t.stream_batch_rows:,} rows" if t.stream_batch_rows is not None else "rows unknown"
+        facts.append(("last batch", f"{t.stream_batch}, {rows}, ended {since(t.stream_batch_time, now)}"))
     if t.error:
         facts.append(("error", f"{t.error_code}: {t.error}" if t.error_code else t.error))
     if t.reconciliation is not None:

@@ -1,0 +1,187 @@
+"""A routed micro-batch: one column names each row's table, and the whole batch is checked before
+any table publishes.
+
+Each table gets the batch's rows of its route value, without the route column; its published
+columns are the batch's minus the route, operation and ordering columns, or the ones ``columns=``
+lists for it. Every check a push makes before staging (names, types, keys, the table's schema and
+keys) and the checks of the rows (NULL keys, operation values) run on every table of the batch first,
+so a bad row anywhere stops the batch with nothing of it published. Tables are then applied one
+after the other, each skipping a batch it holds already: a crash between two tables is repaired
+by Spark's replay of the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from openmirror_nb._core.errors import ChangeFeedError, ConfigError, KeyColumnsError, did_you_mean
+from openmirror_nb._core.landing_zone.publish import crash_point
+from openmirror_nb._core.landing_zone.push_state import StreamBatch
+from openmirror_nb._core.landing_zone.table_folder import TableFolder
+from openmirror_nb._core.model import ROW_MARKER, TableRef
+from openmirror_nb._core.pipeline import checks
+from openmirror_nb._core.pipeline.changes import INVALID_MARKER
+from openmirror_nb._core.pipeline.request import PushRequest, invalid_ops, shape
+from openmirror_nb._core.pipeline.stage import StagedStats
+from openmirror_nb._core.storage.base import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Router:
+    """How a routed sink splits a batch: ``column`` names the table; ``base`` carries the shared
+    change options; ``keys`` and ``columns`` are per route value."""
+
+    storage: Storage
+    column: str
+    base: PushRequest
+    keys: Mapping[str, tuple[str, ...]]
+    columns: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def create(
+        cls,
+        storage: Storage,
+        *,
+        column: str,
+        base: PushRequest,
+        keys: Mapping[str, Sequence[str]],
+        columns: Mapping[str, Sequence[str]] | None,
+    ) -> Router:
+        for name, given in {**keys, **(columns or {})}.items():
+            TableRef.parse(name)  # a route value must be a valid table name
+            if isinstance(given, str):
+                raise ConfigError(f"keys and columns take lists per table, e.g. {{{name!r}: ['id']}}.")
+        unknown = sorted(set(columns or {}) - set(keys))
+        if unknown:
+            raise ConfigError(f"columns= names tables {unknown} that keys= does not; give their keys too.")
+        return cls(
+            storage,
+            column,
+            base,
+            {t: tuple(k) for t, k in keys.items()},
+            {t: tuple(c) for t, c in (columns or {}).items()},
+        )
+
+    def apply(
+        self, df: DataFrame, batch: StreamBatch, apply_one: Callable[[DataFrame, PushRequest], None]
+    ) -> None:
+        """Check every table's rows of the batch, then apply them table by table."""
+        if self.column not in df.columns:
+            raise ConfigError(
+                f"Route column {self.column!r} is not in the stream (columns: {', '.join(df.columns)})."
+                + did_you_mean(self.column, df.columns)
+            )
+        df = df.persist()  # read once per table and by the checks: not once per read from the source
+        try:
+            parts = {v: (self._part(df, v), self._request(v)) for v in self._values(df)}
+            self._check(parts, batch)
+            for i, (part, request) in enumerate(parts.values()):
+                if i:
+                    crash_point("between_tables")
+                apply_one(part, request)
+        finally:
+            df.unpersist()
+
+    def _values(self, df: DataFrame) -> list[str]:
+        from pyspark.sql import functions as F
+
+        rows = df.groupBy(F.col(f"`{self.column}`").alias("v")).count().collect()
+        missing = [r["count"] for r in rows if r["v"] is None]
+        if missing:
+            raise ConfigError(
+                f"{missing[0]:,} row(s) of this batch have a NULL route column {self.column!r}, so they "
+                "name no table; filter them out or fill the column before the sink."
+            )
+        return sorted(str(r["v"]) for r in rows)
+
+    def _request(self, value: str) -> PushRequest:
+        ref = TableRef.parse(value)
+        keys = self.keys.get(value)
+        if keys is None and TableFolder(self.storage, ref).read_metadata() is None:
+            raise KeyColumnsError(
+                f"Route value {value!r} names no table in keys= and no existing table; add its keys, "
+                f"e.g. keys={{..., {value!r}: ['id']}}, or filter its rows out."
+            )
+        return replace(self.base, table=ref, keys=keys, unpublished=self._unpublished(value))
+
+    def _unpublished(self, value: str) -> tuple[str, ...]:
+        listed = self.columns.get(value)
+        if self.base.convention == "debezium":
+            return ()  # its ordering fields are never published anyway
+        return tuple(c for c in self.base.order_by if listed is None or c not in listed)
+
+    def _part(self, df: DataFrame, value: str) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        part = df.where(F.col(f"`{self.column}`") == value).drop(self.column)
+        listed = self.columns.get(value)
+        if listed is None:
+            return part
+        # the operation, ordering and (a flat Debezium feed's) "__" fields go along unpublished
+        flat = [c for c in part.columns if c.startswith("__")] if self.base.convention == "debezium" else []
+        wanted = (self.base.op, *self.base.order_by, *flat)
+        extra = [c for c in dict.fromkeys(wanted) if c in part.columns and c not in listed]
+        missing = [c for c in listed if c not in part.columns]
+        if missing:
+            raise ConfigError(
+                f"columns= of table {value!r} names {missing}, which the stream does not have "
+                f"(columns: {', '.join(part.columns)})." + did_you_mean(missing[0], part.columns)
+            )
+        return part.select(*[F.col(f"`{c}`") for c in (*listed, *extra)])
+
+    def _check(self, parts: dict[str, tuple[DataFrame, PushRequest]], batch: StreamBatch) -> None:
+        """Every check a push makes before it publishes, for every table not holding the batch."""
+        from pyspark.sql import functions as F
+
+        probes, todo = [], []
+        for value, (part, request) in parts.items():
+            home = TableFolder(self.storage, request.table)
+            state, meta = home.read_state(), home.read_metadata()
+            held = state.applied(batch.query) if state else None
+            if held is not None and held >= batch.batch:
+                continue  # it is skipped under its lock
+            name = str(request.table)
+            keys = checks.resolve_keys(request.keys, meta, name)
+            options = checks.resolve_options(request.table_options, meta, name)
+            shaped = shape(part, request, keys, options)
+            checks.check_against_state(shaped.schema, state, options, name)
+            null_key = F.lit(False)
+            for k in keys:
+                null_key = null_key | F.col(f"`{k}`").isNull()
+            probes.append(
+                shaped.select(
+                    F.lit(value).alias("t"),
+                    (F.col(ROW_MARKER) == INVALID_MARKER).cast("long").alias("bad"),
+                    null_key.cast("long").alias("nul"),
+                )
+            )
+            todo.append((value, part, request, keys))
+        if not probes:
+            return
+        union = probes[0]
+        for probe in probes[1:]:
+            union = union.unionByName(probe)
+        found = {
+            r["t"]: r
+            for r in union.groupBy("t").agg(F.sum("bad").alias("bad"), F.sum("nul").alias("nul")).collect()
+        }
+        for value, part, request, keys in todo:
+            row = found.get(value)
+            bad, nul = (int(row["bad"] or 0), int(row["nul"] or 0)) if row else (0, 0)
+            shown = invalid_ops(part, request) if bad else ()
+            try:
+                checks.check_stats(
+                    StagedStats(0, {INVALID_MARKER: bad}, null_key_rows=nul),
+                    keys=keys,
+                    table=str(request.table),
+                    invalid_values=shown,
+                )
+            except (ChangeFeedError, KeyColumnsError) as exc:
+                raise type(exc)(
+                    f"{exc} Nothing of batch {batch.batch} was published (routed batch)."
+                ) from None
