@@ -76,6 +76,9 @@ if TYPE_CHECKING:
         Jdbc,
         KeyOrigin,
         PlannedTable,
+        PlanRun,
+        PlanTableRun,
+        RunStatus,
         SourcePlan,
         SourceTable,
         Strategy,
@@ -124,6 +127,8 @@ __all__ = [
     "OpenMirrorError",
     "PartnerInfo",
     "PathExistsError",
+    "PlanRun",
+    "PlanTableRun",
     "PlannedTable",
     "ProgressEvent",
     "Publishing",
@@ -137,6 +142,7 @@ __all__ = [
     "ReseedError",
     "ReseedResult",
     "RowMarker",
+    "RunStatus",
     "SchemaChangeError",
     "SchemaPlan",
     "SourcePlan",
@@ -208,6 +214,9 @@ _LAZY = {
     "SourceTable": "openmirror_nb._core.sources",
     "Strategy": "openmirror_nb._core.sources",
     "load_plan": "openmirror_nb._core.sources",
+    "PlanRun": "openmirror_nb._core.sources",
+    "PlanTableRun": "openmirror_nb._core.sources",
+    "RunStatus": "openmirror_nb._core.sources",
 }
 
 

@@ -40,6 +40,11 @@ class PushState:
         source_version: The version of ``source`` the table holds; committed with the push
             that published it, so a crash can neither skip nor repeat a version.
         load_seconds: How long the initial load took to stage (what a reseed costs again).
+        watermark_column: The column an ``incremental`` or ``append`` run of a source plan reads
+            past, if any.
+        watermark: The highest value of ``watermark_column`` the table holds (as text: a number,
+            an ISO date, or microseconds since the epoch for a timestamp); committed with the push
+            that published the rows, so a crash can neither skip nor repeat them.
     """
 
     key_columns: tuple[str, ...]
@@ -57,6 +62,9 @@ class PushState:
     source: str | None = None
     source_version: int | None = None
     load_seconds: float | None = None
+    # run_plan's watermark (issue 27)
+    watermark_column: str | None = None
+    watermark: str | None = None
 
     @property
     def pushes_since_base(self) -> int:
@@ -115,6 +123,8 @@ class PushState:
             source=doc.get("source"),
             source_version=_count(doc.get("source_version")),
             load_seconds=_time(doc.get("load_seconds")),
+            watermark_column=doc.get("watermark_column"),
+            watermark=doc.get("watermark"),
         )
 
 
@@ -131,12 +141,14 @@ def next_state(
     buckets: int | None = None,
     source: tuple[str, int] | None = None,
     seconds: float | None = None,
+    watermark: tuple[str, str] | None = None,
 ) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
     ``prior``; with no ``folder`` (the push published nothing) the key state stays as it was.
     ``source``: the (Delta table, version) the push brings the table to; ``seconds``: how long
-    the push took to decide (kept for the initial load, what a reseed costs again)."""
+    the push took to decide (kept for the initial load, what a reseed costs again); ``watermark``:
+    the (column, value) a source plan's run read up to."""
     before = prior or PushState(
         key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
     )
@@ -169,6 +181,8 @@ def next_state(
         source=source[0] if source else before.source,
         source_version=source[1] if source else before.source_version,
         load_seconds=seconds if prior is None else before.load_seconds,
+        watermark_column=watermark[0] if watermark else before.watermark_column,
+        watermark=watermark[1] if watermark else before.watermark,
     )
 
 

@@ -74,6 +74,7 @@ def decide(
         buckets=staged.buckets,
         source=request.source,
         seconds=seconds,
+        watermark=request.watermark,
     )
     definition = checks.schema_definition(data_schema, ctx.keys) if ctx.options.is_delimited else ()
     metadata = (

@@ -53,6 +53,10 @@ class PushRequest:
     # was read against (None: the table's first sync), checked under the table lock.
     source: tuple[str, int] | None = None
     source_after: int | None = None
+    # db.run_plan's incremental and append strategies: the (column, value) this push brings the
+    # table's watermark to, and the value it was read past (None: none yet), checked under the lock.
+    watermark: tuple[str, str] | None = None
+    watermark_after: str | None = None
 
     @classmethod
     def create(
