@@ -144,3 +144,23 @@ def test_a_large_jdbc_table_is_read_in_ranges_of_its_key(erp_run, monkeypatch):
     assert sorted(split.collect()) == sorted(whole.collect())
     text = dataclasses.replace(planned, source="products", keys=("sku",))
     assert ranges.split(erp_run, text, erp_run.read("products")).rdd.getNumPartitions() == 1
+
+
+def test_partitions_are_not_listed_beside_their_parent(erp_run, postgres):
+    postgres.sql(
+        """
+        CREATE TABLE visits (visit_id bigint, day date NOT NULL, PRIMARY KEY (visit_id, day))
+            PARTITION BY RANGE (day);
+        CREATE TABLE visits_2024 PARTITION OF visits FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+        CREATE TABLE visits_2025 PARTITION OF visits FOR VALUES FROM ('2025-01-01') TO ('2026-01-01');
+        INSERT INTO visits VALUES (1, '2024-03-01'), (2, '2025-03-01'), (3, '2025-04-01');
+        ANALYZE visits_2024; ANALYZE visits_2025;
+        """,
+        database=RUN_DB,
+    )
+    try:
+        found = {t.name: t for t in erp_run.discover()}
+        assert "visits" in found and not {"visits_2024", "visits_2025"} & set(found)
+        assert found["visits"].rows == 3 and found["visits"].primary_key == ("visit_id", "day")
+    finally:
+        postgres.sql("DROP TABLE visits;", database=RUN_DB)
