@@ -71,7 +71,7 @@ class Running(DatabaseBase):
         from openmirror_nb._core.progress import TextProgress, _shell
         from openmirror_nb._core.sources import SourcePlan
         from openmirror_nb._core.sources.run import run_plan
-        from openmirror_nb._core.sources.run_table import Runner
+        from openmirror_nb._core.sources.runner import Runner
 
         if not isinstance(plan, SourcePlan):
             raise ConfigError(

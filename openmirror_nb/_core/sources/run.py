@@ -20,7 +20,8 @@ from openmirror_nb._core.errors import ConfigError, PushCancelledError
 from openmirror_nb._core.progress import ProgressCallback, ProgressEvent
 from openmirror_nb._core.sources.plan import SourcePlan
 from openmirror_nb._core.sources.run_result import PlanRun, PlanTableRun
-from openmirror_nb._core.sources.run_table import Runner, run_table
+from openmirror_nb._core.sources.run_table import run_table
+from openmirror_nb._core.sources.runner import Runner
 
 POLL_SECONDS = 0.2  # how often the waiting thread wakes, so an interrupt reaches it
 

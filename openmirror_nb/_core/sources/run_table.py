@@ -6,37 +6,22 @@ the mirrored table's), then its strategy's push. Whatever goes wrong becomes thi
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ConfigError, KeyColumnsError, OpenMirrorError, user_line
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
-from openmirror_nb._core.model import PartnerInfo, PushResult, SyncResult
-from openmirror_nb._core.progress import ProgressCallback
+from openmirror_nb._core.model import PushResult, SyncResult
 from openmirror_nb._core.sources import strategies
 from openmirror_nb._core.sources.jdbc import Jdbc
 from openmirror_nb._core.sources.plan import PlannedTable
 from openmirror_nb._core.sources.run_result import PlanTableRun
+from openmirror_nb._core.sources.runner import Runner
 from openmirror_nb._core.storage.base import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from openmirror_nb._core.sources.table import Source
-
-
-@dataclass(frozen=True)
-class Runner:
-    """What every table of one run shares: where it goes, how it pushes, and the run's options."""
-
-    storage: Storage
-    source: Source
-    lock_timeout: float
-    partner: PartnerInfo
-    accept_suggested: bool
-    dry_run: bool
-    overlap: float
-    progress: ProgressCallback | None
 
 
 def run_table(runner: Runner, planned: PlannedTable) -> PlanTableRun:

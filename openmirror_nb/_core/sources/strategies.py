@@ -32,7 +32,7 @@ from openmirror_nb._core.sources.watermark import highest, past
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from openmirror_nb._core.sources.run_table import Runner
+    from openmirror_nb._core.sources.runner import Runner
 
 OP = "_om_sys_op"  # the incremental feed's operation column (Prostore's sys_op: 0 upsert, 1 delete)
 
