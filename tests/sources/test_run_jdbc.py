@@ -164,3 +164,36 @@ def test_partitions_are_not_listed_beside_their_parent(erp_run, postgres):
         assert found["visits"].rows == 3 and found["visits"].primary_key == ("visit_id", "day")
     finally:
         postgres.sql("DROP TABLE visits;", database=RUN_DB)
+
+
+def test_append_publishes_marker_free_inserts_past_an_identity_watermark(erp_run, postgres, db):
+    import pyarrow.parquet as pq
+
+    plan = db.plan_sources(erp_run, target_schema="erp", suggest=False)
+    events = dataclasses.replace(
+        plan.table("events"), strategy="append", watermark="event_id", detect_deletes=False
+    )
+    edited = db.plan_sources(
+        erp_run, target_schema="erp", suggest=False, like=dataclasses.replace(plan, tables=[events])
+    )
+    assert edited.table("events").problems == ()
+    only = dataclasses.replace(edited, tables=[edited.table("events")])
+    first = db.run_plan(only)
+    assert first.table("events").rows == {"initial": 3}, repr(first)
+    postgres.sql(
+        "INSERT INTO events (happened_at, kind) VALUES (now(), 'logout'), (now(), 'login');", database=RUN_DB
+    )
+    second = db.run_plan(only)
+    assert second.table("events").rows == {"insert": 2}
+    assert db.run_plan(only).table("events").status == "unchanged"
+    folder = db.target.landing_zone / "erp.schema" / "events"
+    assert "keyColumns" not in (folder / "_metadata.json").read_text()
+    files = sorted(folder.glob("*.parquet"))
+    assert len(files) == 2 and all("__rowMarker__" not in pq.read_schema(f).names for f in files)
+    _same_rows(db, erp_run, only.table("events"))
+    lzcheck(db.target.landing_zone, "erp.events")
+    keyed = dataclasses.replace(only.table("events"), strategy="incremental", keys=("event_id",))
+    refused = db.run_plan(
+        dataclasses.replace(only, tables=[dataclasses.replace(keyed, key_origin="declared")])
+    )
+    assert "mirrored with keyColumns none" in refused.table("events").reason

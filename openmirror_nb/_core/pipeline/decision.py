@@ -66,7 +66,7 @@ def decide(
         state,
         key_columns=ctx.keys,
         schema=data_schema.json(),
-        folder=None if staged.nothing else ctx.state_dir,
+        folder=None if staged.nothing or not ctx.keys else ctx.state_dir,  # no keys: no key state
         new_base=staged.new_base,
         rows=staged.state_rows,
         incarnation=ctx.incarnation,
@@ -105,6 +105,8 @@ def published_rows(stats: stage.StagedStats, mode: PushMode, *, first: bool) -> 
     """``PushResult.rows``: ``initial`` for an initial load, else rows per marker name."""
     if mode == "snapshot" and first:
         return {"initial": sum(stats.rows_by_marker.values())}
+    if None in stats.rows_by_marker:  # an append: marker-free rows, every one an insert
+        return {"insert": stats.rows_by_marker[None]}
     ordered = sorted((m, n) for m, n in stats.rows_by_marker.items() if m is not None)
     return {_MARKER_LABELS.get(m, str(m)): n for m, n in ordered}
 

@@ -83,11 +83,11 @@ def check_keys(storage: Storage, planned: PlannedTable) -> None:
     """The plan's keys are the mirrored table's: keys never change once pushed."""
     meta = TableFolder.of(storage, planned.table).read_metadata()
     existing = meta.key_columns if meta else ()
-    if existing and set(existing) != set(planned.keys):
+    if meta is not None and set(existing) != set(planned.keys):
         raise KeyColumnsError(
-            f"Table {planned.table} is mirrored with keyColumns {list(existing)}, which never change, but "
-            f"the plan gives {list(planned.keys) or 'none'}: put keys: {list(existing)} back in the plan, "
-            "or change them through the schema wizard (om.widgets.SchemaWizard, db.plan_schema_change)."
+            f"Table {planned.table} is mirrored with keyColumns {list(existing) or 'none'}, which never "
+            f"change, but the plan gives {list(planned.keys) or 'none'}: put keys: {list(existing)} back "
+            "in the plan, or change them through the schema wizard (om.widgets.SchemaWizard)."
         )
 
 

@@ -16,7 +16,6 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.errors import NotSupportedError
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import DEFAULT_ROWS_PER_FILE, PushResult, SyncResult
@@ -27,7 +26,7 @@ from openmirror_nb._core.pipeline.push import run_push
 from openmirror_nb._core.pipeline.request import PushRequest
 from openmirror_nb._core.sources import ranges
 from openmirror_nb._core.sources.plan import PlannedTable
-from openmirror_nb._core.sources.watermark import highest, past
+from openmirror_nb._core.sources.watermark import highest, past, upto
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -45,10 +44,7 @@ def push(runner: Runner, planned: PlannedTable, frame: DataFrame) -> PushResult 
     if planned.strategy == "incremental":
         return _incremental(runner, planned, frame)
     if planned.strategy == "append":
-        raise NotSupportedError(
-            f"Table {planned.table}: strategy append (insert-only, no keyColumns) does not run in this "
-            "version yet; declare keys and use incremental or snapshot for it."
-        )
+        return _append(runner, planned, frame)
     return run_push(runner.storage, frame, _request(runner, planned, mode="snapshot"), runner.progress)
 
 
@@ -58,11 +54,13 @@ def would_push(runner: Runner, planned: PlannedTable, frame: DataFrame) -> str:
     if planned.strategy == "delta_sync":
         held = f" from version {state.source_version}" if state and state.source_version is not None else ""
         return f"would sync the Delta table's changes{held}" if state else "would load the Delta table"
-    if planned.strategy == "incremental" and state is not None:
-        mark = _held(state, planned)
-        rows = past(frame, planned.watermark or "", mark, overlap=runner.overlap).count()
+    if planned.strategy in ("incremental", "append") and state is not None:
+        mark, append = _held(state, planned), planned.strategy == "append"
+        rows = past(frame, planned.watermark or "", mark, overlap=0.0 if append else runner.overlap).count()
+        if append:
+            return f"would append {rows:,} rows past watermark {planned.watermark} = {mark}"
         sweep = ", and delete the keys the source no longer has" if planned.detect_deletes else ""
-        return f"would upsert {rows:,} rows past watermark {planned.watermark} = {mark}{sweep}"
+        return f"would upsert up to {rows:,} rows past watermark {planned.watermark} = {mark}{sweep}"
     rows = frame.count()
     if state is None:
         return f"would load {rows:,} rows (the table's initial load)"
@@ -134,6 +132,27 @@ def _incremental(runner: Runner, planned: PlannedTable, frame: DataFrame) -> Pus
     finally:
         if local is not None:
             shutil.rmtree(local, ignore_errors=True)
+
+
+def _append(runner: Runner, planned: PlannedTable, frame: DataFrame) -> PushResult:
+    """Insert-only rows strictly past the watermark, up to the highest read now (a row arriving
+    meanwhile waits for the next run: read twice, it would be inserted twice)."""
+    column = planned.watermark
+    assert column is not None  # a plan without one has a problem, and the gate skips it
+    state = TableFolder.of(runner.storage, planned.table).read_state()
+    held = _held(state, planned) if state else None
+    rows = past(frame, column, held)
+    new = highest(rows, column)
+    if new is not None:
+        rows = upto(rows, column, new)
+    request = _request(
+        runner,
+        planned,
+        append=True,
+        watermark=(column, new) if new is not None else None,
+        watermark_after=state.watermark if state and new is not None else None,
+    )
+    return run_push(runner.storage, rows, request, runner.progress)
 
 
 def _held(state: PushState, planned: PlannedTable) -> str | None:

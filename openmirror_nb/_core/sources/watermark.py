@@ -48,6 +48,13 @@ def past(frame: DataFrame, column: str, mark: str | None, *, overlap: float = 0.
     return frame.where(_col(column) > bound)
 
 
+def upto(frame: DataFrame, column: str, mark: str) -> DataFrame:
+    """The rows of ``frame`` at or before ``mark``: what a run read ``highest`` of, so a row that
+    arrives while it pushes waits for the next run rather than being read twice."""
+    kind = _kind(frame, column)
+    return frame.where(_col(column) <= _literal(mark, kind, frame.schema[column].dataType, 0.0))
+
+
 def _literal(mark: str, kind: str, data_type: DataType, overlap: float) -> Column:
     from pyspark.sql import functions as F
 
