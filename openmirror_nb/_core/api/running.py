@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.api.base import DatabaseBase
-from openmirror_nb._core.progress import Progress
+from openmirror_nb._core.progress import Progress, ProgressCallback, ProgressEvent
 
 if TYPE_CHECKING:
     from openmirror_nb._core.sources import SourcePlan
@@ -52,8 +52,8 @@ class Running(DatabaseBase):
             overlap: Seconds an ``incremental`` run re-reads before a timestamp or date watermark,
                 for rows committed late with an earlier value.
             progress: Called with every push's progress events (``event.table`` says which table;
-                events come from several threads at once). Default: one line per step in
-                IPython (``TextProgress``), nothing in scripts; ``False``: nothing.
+                events come from several threads at once). Default: in IPython, one line per
+                table as its push ends (``TextProgress``); nothing in scripts; ``False``: nothing.
 
         Returns:
             PlanRun: per table its status (ok, unchanged, skipped, failed), reason and push result.
@@ -78,8 +78,8 @@ class Running(DatabaseBase):
                 f"run_plan takes a SourcePlan (from db.plan_sources or om.load_plan), not "
                 f"{type(plan).__name__}."
             )
-        if progress is None:
-            progress = TextProgress() if _shell() is not None else False
+        if progress is None:  # in IPython, a line per table as it ends: 50 tables' phases are too many
+            progress = _endings(TextProgress()) if _shell() is not None else False
         runner = Runner(
             storage=self.storage,
             source=plan.source,
@@ -91,3 +91,14 @@ class Running(DatabaseBase):
             progress=progress or None,
         )
         return run_plan(runner, plan, parallel=parallel)
+
+
+def _endings(lines: ProgressCallback) -> ProgressCallback:
+    """``lines`` told only how each push ended (finished, failed, cancelled)."""
+    from openmirror_nb._core.progress import FINAL
+
+    def told(event: ProgressEvent) -> None:
+        if isinstance(event, FINAL):
+            lines(event)
+
+    return told

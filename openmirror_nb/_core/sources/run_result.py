@@ -7,6 +7,7 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from openmirror_nb._core.errors import ConfigError, did_you_mean
 from openmirror_nb._core.model import PushResult, SyncResult
 
 if TYPE_CHECKING:
@@ -90,12 +91,13 @@ class PlanRun:
         """The run of the table whose source or target is ``name`` (exactly as the plan has it).
 
         Raises:
-            KeyError: no table of the run has that name.
+            ConfigError: no table of the run has that name (the message suggests the nearest).
         """
         for run in self.tables:
             if name in (run.source, run.table):
                 return run
-        raise KeyError(name)
+        names = [t.table for t in self.tables]
+        raise ConfigError(f"The run has no table {name!r}.{did_you_mean(name, names)}")
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per table: source, table, strategy, status, reason, rows published per marker,
