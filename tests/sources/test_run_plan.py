@@ -234,3 +234,44 @@ def test_an_interrupted_run_is_finished_by_the_next(shop, db, spark):
     assert rerun.ok and {t.status for t in rerun.tables} <= {"ok", "unchanged"}
     assert rerun.counts["unchanged"] >= 1
     assert _mirror(db, "shop.orders") == _expected(ROWS["orders"])
+
+
+class Killed(BaseException):
+    pass
+
+
+def test_an_incremental_run_that_died_after_deciding_is_finished_by_the_next(shop, db, spark, monkeypatch):
+    from datetime import datetime
+
+    def save(rows):
+        frame = spark.createDataFrame(
+            [(i, v, datetime(2024, 5, day)) for i, v, day in rows], "id long, v string, updated_at timestamp"
+        )
+        frame.write.mode("overwrite").saveAsTable(f"{DATABASE}.stamped")
+
+    save([(1, "a", 1), (2, "b", 2), (3, "c", 3)])
+    plan = _declared(db.plan_sources(shop, target_schema="shop"))
+    stamped = dataclasses.replace(
+        plan.table("stamped"), strategy="incremental", watermark="updated_at", detect_deletes=True
+    )
+    plan = dataclasses.replace(plan, tables=[stamped])
+    assert db.run_plan(plan).table("stamped").rows == {"initial": 3}
+    save([(1, "a", 1), (2, "B", 9), (4, "d", 8)])  # 2 updated, 3 deleted, 4 inserted
+
+    def die(step: str) -> None:
+        if step == "before_state_commit":
+            raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr("openmirror_nb._core.landing_zone.publish.crash_point", die)
+        with pytest.raises(Killed):
+            db.run_plan(plan)
+    rerun = db.run_plan(plan)  # settles the decided push first: its watermark is the one read past
+    assert rerun.table("stamped").status == "unchanged", repr(rerun)
+    folder = _lz(db) / "shop.schema" / "stamped"
+    assert sorted(p.name for p in folder.glob("*.parquet")) == [
+        "00000000000000000001.parquet",
+        "00000000000000000002.parquet",
+    ]
+    assert _mirror(db, "shop.stamped") == _expected([(1, "a"), (2, "B"), (4, "d")])
+    lzcheck(_lz(db), "shop.stamped")

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from openmirror_nb._core.errors import ConfigError, PushCancelledError
 from openmirror_nb._core.progress import ProgressCallback, ProgressEvent
-from openmirror_nb._core.sources.plan import SourcePlan
+from openmirror_nb._core.sources.plan import PlannedTable, SourcePlan
 from openmirror_nb._core.sources.run_result import PlanRun, PlanTableRun
 from openmirror_nb._core.sources.run_table import run_table
 from openmirror_nb._core.sources.runner import Runner
@@ -41,7 +41,7 @@ def run_plan(runner: Runner, plan: SourcePlan, *, parallel: int) -> PlanRun:
     except KeyboardInterrupt:
         _cancel(pool, futures, tag)
         _wait(futures, done, cancelled=True)
-        run = _result(plan, done, runner, started)
+        run = _result(done, runner, started)
         raise PushCancelledError(
             f"run_plan was cancelled: {len(done):,} of {len(plan.tables):,} tables ran ({run.summary()}); "
             "tables still staging published nothing, and pushes already decided finished. Run the plan "
@@ -50,17 +50,17 @@ def run_plan(runner: Runner, plan: SourcePlan, *, parallel: int) -> PlanRun:
         ) from None
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-    return _result(plan, done, runner, started)
+    return _result(done, runner, started)
 
 
-def _tagged(runner: Runner, planned: object, tag: str) -> PlanTableRun:
+def _tagged(runner: Runner, planned: PlannedTable, tag: str) -> PlanTableRun:
     """``run_table`` with this thread's Spark jobs tagged ``tag``, so an interrupt can cancel them."""
     from openmirror_nb._core.runtime import get_spark
 
     context = get_spark().sparkContext
     context.addJobTag(tag)
     try:
-        return run_table(runner, planned)  # type: ignore[arg-type]  # a PlannedTable, from run_plan
+        return run_table(runner, planned)
     finally:
         context.removeJobTag(tag)
 
@@ -87,7 +87,7 @@ def _cancel(pool: cf.ThreadPoolExecutor, futures: dict[cf.Future[PlanTableRun], 
     get_spark().sparkContext.cancelJobsWithTag(tag)
 
 
-def _result(plan: SourcePlan, done: dict[int, PlanTableRun], runner: Runner, started: float) -> PlanRun:
+def _result(done: dict[int, PlanTableRun], runner: Runner, started: float) -> PlanRun:
     tables = [done[i] for i in sorted(done)]
     return PlanRun(tables, dry_run=runner.dry_run, seconds=time.monotonic() - started)
 

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING
 
+from openmirror_nb._core.landing_zone.lifecycle import settle
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import DEFAULT_ROWS_PER_FILE, PushResult, SyncResult
@@ -104,7 +105,7 @@ def _incremental(runner: Runner, planned: PlannedTable, frame: DataFrame) -> Pus
     column = planned.watermark
     assert column is not None  # a plan without one has a problem, and the gate skips it
     home = TableFolder.of(runner.storage, planned.table)
-    state, meta = home.read_state(), home.read_metadata()
+    state, meta = _settled(runner, home), home.read_metadata()
     if state is None or meta is None:  # the initial load: every row, and the watermark they reach
         top = highest(frame, column)
         request = _request(runner, planned, watermark=(column, top) if top is not None else None)
@@ -139,7 +140,7 @@ def _append(runner: Runner, planned: PlannedTable, frame: DataFrame) -> PushResu
     meanwhile waits for the next run: read twice, it would be inserted twice)."""
     column = planned.watermark
     assert column is not None  # a plan without one has a problem, and the gate skips it
-    state = TableFolder.of(runner.storage, planned.table).read_state()
+    state = _settled(runner, TableFolder.of(runner.storage, planned.table))
     held = _held(state, planned) if state else None
     rows = past(frame, column, held)
     new = highest(rows, column)
@@ -153,6 +154,14 @@ def _append(runner: Runner, planned: PlannedTable, frame: DataFrame) -> PushResu
         watermark_after=state.watermark if state and new is not None else None,
     )
     return run_push(runner.storage, rows, request, runner.progress)
+
+
+def _settled(runner: Runner, home: TableFolder) -> PushState | None:
+    """The table's state once a push that died after it was decided is finished (as ``sync_delta``
+    does): its watermark is the one the rows are read past."""
+    with home.lock(timeout=runner.lock_timeout):
+        settle(home)
+        return home.read_state()
 
 
 def _held(state: PushState, planned: PlannedTable) -> str | None:
