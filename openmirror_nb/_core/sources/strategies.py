@@ -5,7 +5,9 @@
 - ``incremental``: the rows past the watermark the table holds (less an overlap window), upserted
   as one change feed, with, when ``detect_deletes``, a delete for each mirrored key the source no
   longer has (a sweep that reads the key columns only); the new watermark is committed with the
-  files, so a crash can neither skip nor repeat rows.
+  files, so a crash can neither skip nor repeat rows;
+- ``append``: the rows strictly past the watermark, up to the highest read now, as marker-free
+  inserts to a table without keyColumns (``PushRequest.append``).
 
 A large JDBC table is read in parallel ranges of a whole-number key or watermark (``ranges``).
 """
