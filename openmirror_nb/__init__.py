@@ -76,6 +76,9 @@ if TYPE_CHECKING:
         Jdbc,
         KeyOrigin,
         PlannedTable,
+        PlanRun,
+        PlanTableRun,
+        RunStatus,
         SourcePlan,
         SourceTable,
         Strategy,
@@ -128,6 +131,8 @@ __all__ = [
     "OpenMirrorError",
     "PartnerInfo",
     "PathExistsError",
+    "PlanRun",
+    "PlanTableRun",
     "PlannedTable",
     "ProgressEvent",
     "Publishing",
@@ -141,6 +146,7 @@ __all__ = [
     "ReseedError",
     "ReseedResult",
     "RowMarker",
+    "RunStatus",
     "SchemaChangeError",
     "SchemaPlan",
     "SourcePlan",
@@ -214,6 +220,9 @@ _LAZY = {
     "load_plan": "openmirror_nb._core.sources",
     "BatchSink": "openmirror_nb._core.streaming.sink",
     "MirrorStream": "openmirror_nb._core.streaming.stream",
+    "PlanRun": "openmirror_nb._core.sources",
+    "PlanTableRun": "openmirror_nb._core.sources",
+    "RunStatus": "openmirror_nb._core.sources",
 }
 
 

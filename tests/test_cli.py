@@ -176,7 +176,7 @@ def test_cli_and_magic_share_one_grammar():
 
     cli, magic = options(add_verbs(argparse.ArgumentParser(), "cli")), options(build_parser())
     shared = set(cli) & set(magic)
-    assert shared == {"push", "status", "describe", "drop", "tables", "mirror"}
+    assert shared == {"push", "status", "describe", "drop", "tables", "mirror", "run"}
     assert {v.name for v in VERBS} == set(cli) | set(magic)
     for name in shared:
         only_cli = {dest for dest, _ in cli[name] - magic[name]}

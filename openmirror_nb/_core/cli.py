@@ -173,6 +173,25 @@ def _tables(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    """``db.run_plan(om.load_plan(PLAN), parallel=N, dry_run=..., accept_suggested=...)``; exit 1
+    when a table failed."""
+    from openmirror_nb import Cancelled, Finished, PushFailed, TextProgress, connect, load_plan
+
+    plan = load_plan(args.plan)
+    db = connect(args.db)
+    lines = TextProgress()  # a job's log: one line per table as its push ends
+    run = db.run_plan(
+        plan,
+        parallel=args.parallel,
+        dry_run=args.dry_run,
+        accept_suggested=args.accept_suggested,
+        progress=lambda event: lines(event) if isinstance(event, Finished | PushFailed | Cancelled) else None,
+    )
+    print(run)
+    return 1 if run.failed else 0
+
+
 VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo,
     "mirror": _mirror,
@@ -181,6 +200,7 @@ VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
     "describe": _describe,
     "drop": _drop,
     "tables": _tables,
+    "run": _run,
 }
 
 

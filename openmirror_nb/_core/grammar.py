@@ -107,6 +107,10 @@ ORDER_BY = arg(
     "--order-by", type=names, default=[], metavar="A,B", help="columns ordering each key's changes"
 )
 DF_HELP: dict[Skin, str] = {"magic": "variable, temp view or table", "cli": "Parquet file or folder to read"}
+PLAN_HELP: dict[Skin, str] = {
+    "magic": "variable holding a SourcePlan, or its YAML file",
+    "cli": "the plan's YAML file (plan.save)",
+}
 ONCE_HELP: dict[Skin, str] = {
     "magic": "one pass (the default)",
     "cli": "one pass, then exit (1 if a table failed)",
@@ -216,6 +220,29 @@ VERBS: tuple[Verb, ...] = (
             ),
         ),
         skins=MAGIC,
+    ),
+    Verb(
+        "discover",
+        "discover a source's tables and plan each one's target, keys and strategy",
+        "SRC [--target-schema S] [--save FILE]",
+        (
+            arg("source", metavar="SRC", help="variable holding om.Catalog, om.Jdbc or om.DeltaFolder"),
+            arg("--target-schema", default=None, metavar="S", help="the mirrored tables' schema"),
+            arg("--save", default=None, metavar="FILE", help="save the plan as YAML, to edit and run"),
+        ),
+        skins=MAGIC,
+    ),
+    Verb(
+        "run",
+        "mirror every table of a source plan, several at a time",
+        "PLAN [--parallel N] [--dry-run] [--accept-suggested]",
+        (
+            arg("plan", metavar="PLAN", help=PLAN_HELP),
+            arg("--parallel", type=int, default=4, metavar="N", help="tables at a time (default 4)"),
+            arg("--dry-run", action="store_true", help="write nothing; say what each table would push"),
+            arg("--accept-suggested", action="store_true", help="also push tables whose keys are suggested"),
+        ),
+        cli_usage="PLAN.yaml [--parallel N] [--dry-run] [--accept-suggested] [--db PATH]",
     ),
     Verb("tables", "the tables of the landing zone", ""),
     Verb(

@@ -1,6 +1,6 @@
 """The public API: ``connect()`` returns a ``MirroredDatabase`` handle; everything else is thin
 over it (magics, widgets, CLI). The handle's methods live in this package's modules by what they
-do: writing, schema changes, monitoring, reading mirrored tables, planning many tables."""
+do: writing, schema changes, monitoring, reading mirrored tables, planning and running many tables."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from openmirror_nb._core.api.monitoring import Monitoring
 from openmirror_nb._core.api.planning import Planning
 from openmirror_nb._core.api.reading import Reading
+from openmirror_nb._core.api.running import Running
 from openmirror_nb._core.api.schema import SchemaChanges
 from openmirror_nb._core.api.streaming import Streaming
 from openmirror_nb._core.api.writing import Writing
@@ -18,7 +19,7 @@ from openmirror_nb._core.model import PartnerInfo
 from openmirror_nb._core.target import LocalTarget, OneLakeTarget, parse_target
 
 
-class MirroredDatabase(Writing, Streaming, SchemaChanges, Monitoring, Reading, Planning):
+class MirroredDatabase(Writing, Streaming, SchemaChanges, Monitoring, Reading, Planning, Running):
     """A handle on one mirrored database: a local folder or a Fabric landing zone.
 
     Create it with :func:`connect`.

@@ -95,6 +95,8 @@ def metadata_bytes(
         "fileDetectionStrategy": options.file_detection,
         "isUpsertDefaultRowMarker": options.upsert_default,
     }
+    if not key_columns:  # an insert-only table (run_plan's append): the contract's "no key"
+        del doc["keyColumns"]
     if options.is_delimited:
         d = options.delimited
         doc["SchemaDefinition"] = {"Columns": list(schema_definition)}

@@ -60,6 +60,11 @@ class PushState:
         streams: Per streaming query id, the last batch id applied (``db.batch_sink``), committed
             with that batch's files: a replayed batch at or below it publishes nothing.
         stream: The last streamed batch applied to the table (for ``db.status()``).
+        watermark_column: The column an ``incremental`` or ``append`` run of a source plan reads
+            past, if any.
+        watermark: The highest value of ``watermark_column`` the table holds (as text: a number,
+            an ISO date, or microseconds since the epoch for a timestamp); committed with the push
+            that published the rows, so a crash can neither skip nor repeat them.
     """
 
     key_columns: tuple[str, ...]
@@ -80,6 +85,10 @@ class PushState:
     # Structured Streaming (db.batch_sink): the exactly-once record, see streaming.sink
     streams: tuple[tuple[str, int], ...] = ()
     stream: StreamBatch | None = None
+
+    # run_plan's watermark (issue 27)
+    watermark_column: str | None = None
+    watermark: str | None = None
 
     def applied(self, query: str) -> int | None:
         """The last batch id of streaming query ``query`` this table holds, if any."""
@@ -144,6 +153,8 @@ class PushState:
             load_seconds=_time(doc.get("load_seconds")),
             streams=tuple((str(q), int(b)) for q, b in doc.get("streams", ())),
             stream=StreamBatch(**doc["stream"]) if doc.get("stream") else None,
+            watermark_column=doc.get("watermark_column"),
+            watermark=doc.get("watermark"),
         )
 
 
@@ -161,13 +172,15 @@ def next_state(
     source: tuple[str, int] | None = None,
     seconds: float | None = None,
     stream: StreamBatch | None = None,
+    watermark: tuple[str, str] | None = None,
 ) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
     ``prior``; with no ``folder`` (the push published nothing) the key state stays as it was.
     ``source``: the (Delta table, version) the push brings the table to; ``seconds``: how long
     the push took to decide (kept for the initial load, what a reseed costs again); ``stream``:
-    the streamed micro-batch this push applies."""
+    the streamed micro-batch this push applies; ``watermark``: the (column, value) a source plan's
+    run read up to."""
     before = prior or PushState(
         key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
     )
@@ -202,6 +215,8 @@ def next_state(
         load_seconds=seconds if prior is None else before.load_seconds,
         streams=_streams(before.streams, stream),
         stream=stream or before.stream,
+        watermark_column=watermark[0] if watermark else before.watermark_column,
+        watermark=watermark[1] if watermark else before.watermark,
     )
 
 

@@ -15,6 +15,7 @@ from IPython.core.error import UsageError
 from openmirror_nb import ConfigError, MirrorError
 from openmirror_nb._core.errors import did_you_mean, preview  # the wording every message shares
 from openmirror_nb._core.grammar import push_keywords
+from openmirror_nb._core.magics import plans
 from openmirror_nb._core.magics.parser import PROG, HelpShown, parse
 
 if TYPE_CHECKING:
@@ -210,6 +211,8 @@ VERBS: dict[str, Callable[[MagicState, argparse.Namespace], object]] = {
     "tables": tables,
     "mirror": mirror,
     "stream": stream,
+    "discover": plans.discover,
+    "run": plans.run,
 }
 
 

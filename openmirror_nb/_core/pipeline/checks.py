@@ -43,9 +43,24 @@ _TEXT_TYPES = {
 }
 
 
-def resolve_keys(given: tuple[str, ...] | None, meta: TableMetadata | None, table: str) -> tuple[str, ...]:
-    """The key columns to use: the table's own, which can never change (contract §2.1)."""
+def resolve_keys(
+    given: tuple[str, ...] | None, meta: TableMetadata | None, table: str, *, append: bool = False
+) -> tuple[str, ...]:
+    """The key columns to use: the table's own, which can never change (contract §2.1); none for
+    an ``append`` (insert-only rows, marker-free), which a table with keys refuses."""
     existing = meta.key_columns if meta else ()
+    if append:
+        if existing:
+            raise KeyColumnsError(
+                f"Table {table!r} has keyColumns {list(existing)}; append publishes insert-only rows to a "
+                "table without keys: use strategy incremental or snapshot for it."
+            )
+        return ()
+    if meta is not None and not existing and given:
+        raise KeyColumnsError(
+            f"Table {table!r} is insert-only (its _metadata.json has no keyColumns); a push cannot add "
+            f"keys {list(given)} to it: drop it and push it again with them."
+        )
     if not given:
         if existing:
             return existing

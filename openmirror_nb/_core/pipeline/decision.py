@@ -69,7 +69,7 @@ def decide(
         state,
         key_columns=ctx.keys,
         schema=data_schema.json(),
-        folder=None if staged.nothing else ctx.state_dir,
+        folder=None if staged.nothing or not ctx.keys else ctx.state_dir,  # no keys: no key state
         new_base=staged.new_base,
         rows=staged.state_rows,
         incarnation=ctx.incarnation,
@@ -78,6 +78,7 @@ def decide(
         source=request.source,
         seconds=seconds,
         stream=stream,
+        watermark=request.watermark,
     )
     definition = checks.schema_definition(data_schema, ctx.keys) if ctx.options.is_delimited else ()
     metadata = (
@@ -108,6 +109,8 @@ def published_rows(stats: stage.StagedStats, mode: PushMode, *, first: bool) -> 
     """``PushResult.rows``: ``initial`` for an initial load, else rows per marker name."""
     if mode == "snapshot" and first:
         return {"initial": sum(stats.rows_by_marker.values())}
+    if None in stats.rows_by_marker:  # an append: marker-free rows, every one an insert
+        return {"insert": stats.rows_by_marker[None]}
     ordered = sorted((m, n) for m, n in stats.rows_by_marker.items() if m is not None)
     return {_MARKER_LABELS.get(m, str(m)): n for m, n in ordered}
 

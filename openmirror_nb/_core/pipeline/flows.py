@@ -1,4 +1,4 @@
-"""The three ways a push stages its files: initial load, snapshot diff, change feed.
+"""The ways a push stages its files: initial load, snapshot diff, change feed, insert-only append.
 
 Each flow writes the files to publish and the table's next key state, then checks them; none
 publishes anything (see ``pipeline.context`` for what they share).
@@ -33,6 +33,15 @@ def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
     return context.finish(
         ctx, shaped.schema, split=True, new_base=True, state_rows=None, stats=stats, buckets=seen["buckets"]
     )
+
+
+def stage_append(ctx: StageContext, shaped: DataFrame, *, first: bool) -> Staged:
+    """Insert-only rows to a table without keyColumns: marker-free files and no key state (there
+    is no key to track). Nothing to append to a table that exists already writes nothing."""
+    stats = context.write_data(ctx, shaped, split=True)
+    if not stats.rows and not first:
+        return Staged(None, stats, new_base=False, state_rows=0)
+    return context.finish(ctx, shaped.schema, split=True, new_base=False, state_rows=0, stats=stats)
 
 
 def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update_marker: int) -> Staged:

@@ -216,7 +216,7 @@ def _prepare(
     """Check the push against the table, shape its frame, and say where it stages."""
     home, request, name = push.home, push.request, push.name
     options = checks.resolve_options(request.table_options, meta, name)
-    keys = checks.resolve_keys(request.keys, meta, name)
+    keys = checks.resolve_keys(request.keys, meta, name, append=request.append)
     push_checks.check_source(request, state)
     push_checks.check_stream(request, state)
     shaped = shape(push.df, request, keys, options)
@@ -277,6 +277,8 @@ def _stage(
     request: PushRequest,
     state: PushState | None,
 ) -> context.Staged:
+    if request.append:
+        return flows.stage_append(ctx, shaped, first=state is None)
     if request.mode == "snapshot":
         if state is None:
             return flows.stage_initial(ctx, shaped)

@@ -45,7 +45,15 @@ def check_incarnation(
 
 
 def check_source(request: PushRequest, state: PushState | None) -> None:
-    """A sync was read against the version the table held then; another sync may have moved it."""
+    """A sync was read against the version the table held then, a plan's run past the watermark
+    the table held then; another sync or run may have moved them."""
+    if request.watermark is not None:
+        now = state.watermark if state else None
+        if now != request.watermark_after:
+            raise LandingZoneError(
+                f"Table {request.table} holds watermark {now} of column {request.watermark[0]!r} now, but "
+                f"this run read past {request.watermark_after}; another run pushed it meanwhile: run again."
+            )
     if request.source is None:
         return
     held = state.source_version if state else None
@@ -69,7 +77,9 @@ def check_stream(request: PushRequest, state: PushState | None) -> None:
 
 
 def moves_source(request: PushRequest, state: PushState | None) -> bool:
-    """Whether this push brings the table to another version of its sync source (which is then
-    committed even when nothing is published)."""
+    """Whether this push brings the table to another version of its sync source, or another
+    watermark (which is then committed even when nothing is published)."""
     held = state.source_version if state else None
-    return request.source is not None and request.source[1] != held
+    mark = state.watermark if state else None
+    moved = request.watermark is not None and request.watermark[1] != mark
+    return moved or (request.source is not None and request.source[1] != held)

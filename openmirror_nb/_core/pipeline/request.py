@@ -58,6 +58,11 @@ class PushRequest:
     # columns of a routed feed that order each key's changes without being published
     stream: StreamBatch | None = None
     unpublished: tuple[str, ...] = ()
+    # db.run_plan's incremental and append strategies: the (column, value) this push brings the
+    # table's watermark to, and the value it was read past (None: none yet), checked under the lock.
+    watermark: tuple[str, str] | None = None
+    watermark_after: str | None = None
+    append: bool = False  # insert-only rows to a table without keyColumns, marker-free
 
     @classmethod
     def create(
@@ -154,7 +159,8 @@ def compression_for(request: PushRequest, options: TableOptions) -> Compression:
 def shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: TableOptions) -> DataFrame:
     if request.mode == "snapshot":
         check_columns(df)
-        check_keys(df, keys)
+        if not request.append:  # an append's table has no keys to check
+            check_keys(df, keys)
         return normalize(df, options=options)
     op, order_by = request.op, request.order_by
     hidden: tuple[str, ...] = request.unpublished

@@ -1,6 +1,7 @@
 """Many tables from one declaration: a source (a Spark catalog database, a JDBC schema, a folder
 of Delta tables) discovered into a ``SourcePlan`` of its tables' targets, keys, strategies and
-problems, saved as a YAML file a person edits.
+problems, saved as a YAML file a person edits, and run (``run``: every table pushed by its
+strategy, in parallel, each failure its own).
 
 It may import the base parts, storage, the landing zone, the pipeline (the Delta reader, the
 push's column and key checks), ``keys`` (suggestions) and ``table_info``; the API imports it.
@@ -13,6 +14,7 @@ from openmirror_nb._core.sources.delta_folder import DeltaFolder
 from openmirror_nb._core.sources.jdbc import Jdbc
 from openmirror_nb._core.sources.plan import KeyOrigin, PlannedTable, SourcePlan, Strategy
 from openmirror_nb._core.sources.plan_file import load_plan
+from openmirror_nb._core.sources.run_result import PlanRun, PlanTableRun, RunStatus
 from openmirror_nb._core.sources.table import SourceTable
 
 __all__ = [
@@ -20,7 +22,10 @@ __all__ = [
     "DeltaFolder",
     "Jdbc",
     "KeyOrigin",
+    "PlanRun",
+    "PlanTableRun",
     "PlannedTable",
+    "RunStatus",
     "SourcePlan",
     "SourceTable",
     "Strategy",

@@ -29,6 +29,7 @@ DRIVERS = {
     "oracle": "oracle.jdbc.OracleDriver",
     "db2": "com.ibm.db2.jcc.DB2Driver",
 }
+_RANGE_ARGS = ("column", "lowerBound", "upperBound", "numPartitions")
 _BACKTICK = frozenset({"mysql", "mariadb"})  # the others quote identifiers with "
 
 
@@ -130,8 +131,11 @@ class Jdbc:
 
         return discover(get_spark(), self)
 
-    def read(self, table: str) -> DataFrame:
+    def read(self, table: str, *, ranges: tuple[str, int, int, int] | None = None) -> DataFrame:
         """One table of the schema as a Spark DataFrame (read lazily, through Spark's JDBC reader).
+
+        ``ranges``: (column, lowest, highest, count): read in ``count`` ranges of the whole-number
+        ``column`` at once, over as many connections (Spark's ``partitionColumn``).
 
         Raises:
             ConfigError: the table cannot be read (gone, no access, a column Spark refuses); the
@@ -142,19 +146,35 @@ class Jdbc:
 
         spark = get_spark()
         properties = self.connection_properties()
+        split = {} if ranges is None else dict(zip(_RANGE_ARGS, ranges, strict=True))
         try:
-            return spark.read.jdbc(self.url, self.qualified(table), properties=properties)
+            return spark.read.jdbc(self.url, self.qualified(table), properties=properties, **split)
         except Exception as exc:  # the driver's and Spark's own errors: one line, secrets hidden
             raise ConfigError(
                 f"Table {table!r} of {self.url} cannot be read ({self.hide(java_line(exc))}); check that "
                 "it exists and that the user may read it."
             ) from None
 
+    def bounds(self, table: str, column: str) -> tuple[int | None, int | None]:
+        """The lowest and highest value of the whole-number ``column`` of ``table`` (one query,
+        run in the database)."""
+        quoted = self.quote(column)
+        query = f"(SELECT MIN({quoted}) AS lo, MAX({quoted}) AS hi FROM {self.qualified(table)}) bounds"
+        from openmirror_nb._core.runtime import get_spark
+
+        row = get_spark().read.jdbc(self.url, query, properties=self.connection_properties()).first()
+        if row is None or row["lo"] is None:
+            return None, None
+        return int(row["lo"]), int(row["hi"])
+
     def qualified(self, table: str, schema: str | None = None) -> str:
         """``table`` as the database's SQL names it: quoted, with the schema (``"public"."orders"``)."""
+        return ".".join(self.quote(p) for p in (schema or self.schema, table) if p)
+
+    def quote(self, name: str) -> str:
+        """One identifier quoted as the database's SQL quotes it (``"order id"``)."""
         quote = "`" if self.subprotocol in _BACKTICK else '"'
-        parts = [p for p in (schema or self.schema, table) if p]
-        return ".".join(quote + p.replace(quote, quote * 2) + quote for p in parts)
+        return quote + name.replace(quote, quote * 2) + quote
 
     def connection_properties(self) -> dict[str, str]:
         """Everything the driver is given: user, password (read now), driver class, properties."""

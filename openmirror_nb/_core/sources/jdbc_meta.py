@@ -22,8 +22,13 @@ if TYPE_CHECKING:
 TABLE_TYPES = frozenset({"TABLE", "PARTITIONED TABLE", "BASE TABLE"})
 _STATISTIC = "0"  # DatabaseMetaData.tableIndexStatistic: a getIndexInfo row holding the row count
 # PostgreSQL keeps each table's row estimate (-1: never analyzed) where its planner reads it.
+# A partitioned table's estimate is its partitions' (its own reltuples is -1); a partition is
+# flagged, so it is not listed beside its parent (its rows would be mirrored twice).
 _PG_ROWS = (
-    "SELECT c.relname, c.reltuples::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "SELECT c.relname, CASE WHEN c.relkind = 'p' THEN (SELECT sum(greatest(k.reltuples, 0))::bigint "
+    "FROM pg_inherits i JOIN pg_class k ON k.oid = i.inhrelid WHERE i.inhparent = c.oid) "
+    "ELSE c.reltuples::bigint END, c.relispartition::text "
+    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
     "WHERE n.nspname = ? AND c.relkind IN ('r', 'p')"
 )
 
@@ -73,7 +78,8 @@ def describe_tables(spark: SparkSession, source: Jdbc) -> dict[str, _Described]:
         if not names:
             _check_schema(meta, schema, source)
         columns = _columns(meta, pattern, schema)
-        estimates = _estimates(conn, meta, schema)
+        estimates, partitions = _estimates(conn, meta, schema)
+        names = [n for n in names if n not in partitions]
         found: dict[str, _Described] = {}
         for name in names:
             facts = columns.get(name) or _Described(set(), [])
@@ -237,15 +243,17 @@ def _unique(
     return tuple(columns for _, _, columns in sorted(keys)), rows
 
 
-def _estimates(conn: Any, meta: Any, schema: str | None) -> dict[str, int | None]:
-    """Row estimates the database keeps (PostgreSQL: ``reltuples``); empty for other databases,
-    whose drivers report them as a ``tableIndexStatistic`` row of ``getIndexInfo`` instead."""
+def _estimates(conn: Any, meta: Any, schema: str | None) -> tuple[dict[str, int | None], set[str]]:
+    """Row estimates the database keeps (PostgreSQL: ``reltuples``), and the tables that are
+    partitions of another (PostgreSQL's declarative partitioning); both empty for other databases,
+    whose drivers report estimates as a ``tableIndexStatistic`` row of ``getIndexInfo`` instead."""
     if schema is None or meta.getDatabaseProductName() != "PostgreSQL":
-        return {}
+        return {}, set()
     query = conn.prepareStatement(_PG_ROWS)
     try:
         query.setString(1, schema)
-        found = _rows(query.executeQuery(), 1, 2)
+        found = _rows(query.executeQuery(), 1, 2, 3)
     finally:
         query.close()
-    return {str(name): int(rows) if rows is not None and int(rows) >= 0 else None for name, rows in found}
+    estimates = {str(n): int(rows) if rows is not None and int(rows) >= 0 else None for n, rows, _ in found}
+    return estimates, {str(n) for n, _, part in found if part == "true"}

@@ -1,0 +1,124 @@
+"""One planned table in a run of ``db.run_plan``: the gates (disabled, no key, keys only suggested,
+problems in the plan), the run-time checks (the source table is there and readable, the keys are
+the mirrored table's), then its strategy's push. Whatever goes wrong becomes this table's one-line
+``failed``; nothing here stops another table."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from openmirror_nb._core.errors import ConfigError, KeyColumnsError, OpenMirrorError, user_line
+from openmirror_nb._core.landing_zone.table_folder import TableFolder
+from openmirror_nb._core.model import PushResult, SyncResult
+from openmirror_nb._core.sources import strategies
+from openmirror_nb._core.sources.jdbc import Jdbc
+from openmirror_nb._core.sources.plan import PlannedTable
+from openmirror_nb._core.sources.run_result import PlanTableRun
+from openmirror_nb._core.sources.runner import Runner
+from openmirror_nb._core.storage.base import Storage
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from openmirror_nb._core.sources.table import Source
+
+
+def run_table(runner: Runner, planned: PlannedTable) -> PlanTableRun:
+    """Run one planned table; never raises for that table's own trouble (it is ``failed``)."""
+    started = time.monotonic()
+    skipped = gate(planned, accept_suggested=runner.accept_suggested)
+    if skipped:
+        return _done(planned, started, "skipped", skipped)
+    try:
+        frame = read_source(runner.source, planned)
+        check_keys(runner.storage, planned)
+        if runner.dry_run:
+            return _done(planned, started, "ok", strategies.would_push(runner, planned, frame))
+        result = strategies.push(runner, planned, frame)
+    except Exception as exc:  # this table's failure is its own: the others run on
+        return _done(planned, started, "failed", one_line(runner.source, exc))
+    return _done(planned, started, "unchanged" if _nothing(result) else "ok", result=result)
+
+
+def gate(planned: PlannedTable, *, accept_suggested: bool) -> str | None:
+    """Why a run leaves ``planned`` alone, or ``None`` when it runs it."""
+    if not planned.enabled:
+        return "disabled in the plan (enabled: false)"
+    if planned.problems:
+        more = f" (and {len(planned.problems) - 1} more)" if len(planned.problems) > 1 else ""
+        return (
+            f"the plan found a problem: {planned.problems[0]}{more}; fix it and plan again "
+            "(db.plan_sources(source, like=plan))"
+        )
+    if not planned.keys and planned.strategy != "append":
+        return (
+            "no key: declare keys in the plan (keys: [...], key_origin: declared), or mirror it "
+            "insert-only with strategy: append"
+        )
+    if planned.key_origin == "suggested" and not accept_suggested:
+        return (
+            f"keys {list(planned.keys)} are only suggested by today's rows and can never change once "
+            "pushed: accept them with run_plan(accept_suggested=True), or declare them in the plan "
+            "(key_origin: declared)"
+        )
+    return None
+
+
+def read_source(source: Source, planned: PlannedTable) -> DataFrame:
+    """The source table, lazily; a table that is gone or a source that cannot be reached fails here."""
+    try:
+        return source.read(planned.source)
+    except OpenMirrorError:
+        raise
+    except Exception as exc:
+        raise ConfigError(
+            f"Source table {planned.source!r} of {source!r} cannot be read ({one_line(source, exc)}); if "
+            "it is gone, set enabled: false for it in the plan or plan again (db.plan_sources(source, "
+            "like=plan))."
+        ) from None
+
+
+def check_keys(storage: Storage, planned: PlannedTable) -> None:
+    """The plan's keys are the mirrored table's: keys never change once pushed."""
+    meta = TableFolder.of(storage, planned.table).read_metadata()
+    existing = meta.key_columns if meta else ()
+    if meta is not None and set(existing) != set(planned.keys):
+        raise KeyColumnsError(
+            f"Table {planned.table} is mirrored with keyColumns {list(existing) or 'none'}, which never "
+            f"change, but the plan gives {list(planned.keys) or 'none'}: put keys: {list(existing)} back "
+            "in the plan, or change them through the schema wizard (om.widgets.SchemaWizard)."
+        )
+
+
+def one_line(source: Source, exc: BaseException) -> str:
+    """``exc`` in one line, without the source's secrets."""
+    line = user_line(exc)
+    if hasattr(exc, "java_exception"):
+        from openmirror_nb._core.sources.jdbc_meta import java_line
+
+        line = java_line(exc)
+    return source.hide(line) if isinstance(source, Jdbc) else line
+
+
+def _nothing(result: PushResult | SyncResult | None) -> bool:
+    push = result.push if isinstance(result, SyncResult) else result
+    return push is None or not push.sequence_numbers
+
+
+def _done(
+    planned: PlannedTable,
+    started: float,
+    status: str,
+    reason: str = "",
+    result: PushResult | SyncResult | None = None,
+) -> PlanTableRun:
+    return PlanTableRun(
+        source=planned.source,
+        table=planned.table,
+        strategy=planned.strategy,
+        status=status,  # type: ignore[arg-type]  # one of RunStatus, by the callers above
+        reason=reason,
+        result=result,
+        seconds=time.monotonic() - started,
+    )
