@@ -15,8 +15,10 @@ import openmirror_nb as om
 from openmirror_nb._core.widgets.panel import RED, RenderGuard
 
 STRATEGIES: tuple[str, ...] = get_args(om.Strategy)
-HEADS = ("", "source", "target table", "keys", "origin", "strategy", "watermark", "rows", "run", "problems")
-_COLUMNS = "28px 140px 190px 150px 140px 120px 120px 60px 90px minmax(220px, 1fr)"
+HEADS = ("", "source", "target table", "keys", "origin", "strategy", "watermark", "rows", "run")
+# Fixed widths, the same in the header and every row: rows of HBoxes line up as a grid, and a row's
+# problems go under it across the columns (a GridBox child's grid_column did not span in JupyterLab).
+WIDTHS = ("28px", "140px", "170px", "130px", "150px", "120px", "100px", "64px", "90px")
 WATERMARKED = ("incremental", "append")  # the strategies that read past a watermark column
 BADGES = {  # the run's colours (PlanRun's HTML uses the same for its statuses)
     "waiting": "#9e9e9e",
@@ -34,23 +36,24 @@ class PlanRow(RenderGuard):
     def __init__(self, planned: om.PlannedTable, edited: Callable[[], None]) -> None:
         self.original = planned
         self._edited = edited
-        self.enabled = w.Checkbox(value=planned.enabled, indent=False, layout=_width("auto"))
-        self.target = w.Text(value=planned.table, layout=_width("180px"))
-        self.keys = w.Text(value=", ".join(planned.keys), placeholder="key columns", layout=_width("140px"))
+        self.enabled = w.Checkbox(value=planned.enabled, indent=False)
+        self.target = w.Text(value=planned.table)
+        self.keys = w.Text(value=", ".join(planned.keys), placeholder="key columns")
         self.origin = w.HTML()
         self.accept = w.Checkbox(description="accept", value=False, indent=False, layout=_width("auto"))
-        self.strategy = w.Dropdown(options=STRATEGIES, value=planned.strategy, layout=_width("112px"))
-        self.watermark = w.Text(value=planned.watermark or "", placeholder="column", layout=_width("112px"))
+        self.strategy = w.Dropdown(options=STRATEGIES, value=planned.strategy)
+        self.watermark = w.Text(value=planned.watermark or "", placeholder="column")
         self.badge = w.HTML()
         self.rows_note = w.HTML(_rows(planned.rows))
-        self.problems = w.HTML(_problems(planned.problems))
+        # under the row, across it: a problem is a sentence with its fix, too long for a cell
+        self.problems = w.HTML(_problems(planned.problems), layout=w.Layout(margin="0 0 4px 36px"))
         self._inputs = (self.enabled, self.target, self.keys, self.accept, self.strategy, self.watermark)
         for widget in self._inputs:
             widget.observe(self._on_edit, names="value")
         self._show_origin()
         self.cells: list[Any] = [
             self.enabled,
-            w.HTML(f"<span title='{html.escape(planned.source)}'>{html.escape(planned.source)}</span>"),
+            w.HTML(_source(planned.source)),
             self.target,
             self.keys,
             w.HBox([self.origin, self.accept], layout=w.Layout(align_items="center")),
@@ -58,8 +61,9 @@ class PlanRow(RenderGuard):
             self.watermark,
             self.rows_note,
             self.badge,
-            self.problems,
         ]
+        line = w.HBox([_fit(cell, width) for cell, width in zip(self.cells, WIDTHS, strict=True)])
+        self.box = w.VBox([line, self.problems] if planned.problems else [line])
 
     @property
     def suggested(self) -> bool:
@@ -107,6 +111,14 @@ class PlanRow(RenderGuard):
             else ""
         )
 
+    def close(self) -> None:
+        """Close the row's widgets (each holds a comm)."""
+        stack = [self.box, self.problems]
+        while stack:
+            widget = stack.pop()
+            stack.extend(getattr(widget, "children", ()))
+            widget.close()
+
     def lock(self, locked: bool) -> None:
         for widget in self._inputs:
             widget.disabled = locked
@@ -134,20 +146,19 @@ class PlanGrid(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
     def __init__(self, edited: Callable[[], None]) -> None:
         self._edited = edited
         self.rows: list[PlanRow] = []
-        self.grid = w.GridBox(layout=w.Layout(grid_template_columns=_COLUMNS, grid_gap="2px 8px"))
+        heads = [_fit(w.HTML(f"<b>{h}</b>"), width) for h, width in zip(HEADS, WIDTHS, strict=True)]
+        self.head = w.HBox(heads)
+        self.grid = w.VBox([self.head])
         self.grid.add_class("om-plan-grid")
         super().__init__([self.grid], layout=w.Layout(max_height="460px", overflow="auto"))
 
     def show(self, plan: om.SourcePlan) -> None:
         """Lay out ``plan``'s tables (the widgets of the earlier plan are closed)."""
-        old = [cell for row in self.rows for cell in row.cells]
+        old = self.rows
         self.rows = [PlanRow(t, self._edited) for t in plan.tables]
-        heads = [w.HTML(f"<b>{h}</b>") for h in HEADS]
-        self.grid.children = [*heads, *(cell for row in self.rows for cell in row.cells)]
-        for cell in old:
-            for child in getattr(cell, "children", ()):
-                child.close()
-            cell.close()
+        self.grid.children = [self.head, *(row.box for row in self.rows)]
+        for row in old:
+            row.close()
 
     def row(self, name: str) -> PlanRow:
         """The row whose source or (planned) target table is ``name``."""
@@ -157,8 +168,21 @@ class PlanGrid(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
         raise KeyError(name)
 
 
+def _fit(cell: Any, width: str) -> Any:
+    """``cell`` at the column's width, neither growing nor shrinking with its content."""
+    cell.layout.width, cell.layout.flex = width, f"0 0 {width}"
+    return cell
+
+
 def _width(width: str) -> w.Layout:
     return w.Layout(width=width)  # one Layout per widget: a shared one would hide every accept at once
+
+
+def _source(name: str) -> str:
+    return (
+        f"<div title='{html.escape(name)}' style='overflow:hidden;text-overflow:ellipsis;"
+        f"white-space:nowrap;max-width:136px'>{html.escape(name)}</div>"
+    )
 
 
 def _rows(rows: int | None) -> str:
@@ -167,4 +191,7 @@ def _rows(rows: int | None) -> str:
 
 def _problems(problems: tuple[str, ...]) -> str:
     lines = "".join(f"<div>{html.escape(p)}</div>" for p in problems)
-    return f"<div class='om-problems' style='color:{RED};line-height:1.3;white-space:normal'>{lines}</div>"
+    return (
+        f"<div class='om-problems' style='color:{RED};line-height:1.3;white-space:normal;margin-bottom:4px'>"
+        f"{lines}</div>"
+    )

@@ -235,4 +235,10 @@ class SourcePlanner(Panel):
             for t in run.failed
         )
         self.summary.value = f"<div class='om-run-summary'><b>{html.escape(run.summary())}</b>{failed}</div>"
-        self._say(run.summary(), error=not run.ok)
+        if run.failed:
+            self._say(
+                f"{len(run.failed)} of {len(run.tables)} tables failed (why is above); the others ran.",
+                error=True,
+            )
+        else:
+            self._say("Dry run done: nothing was written." if run.dry_run else "Run done.")
