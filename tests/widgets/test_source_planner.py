@@ -172,6 +172,17 @@ def test_save_plan_writes_the_edits_and_load_plan_reads_them(panel, tmp_path):
     assert (notes.keys, notes.key_origin) == (("id", "v"), "declared")
     assert (orders.strategy, orders.watermark, orders.key_origin) == ("incremental", "id", "suggested")
 
+    rows["items"].strategy.value = "append"  # insert-only: its keys go, and it needs a watermark
+    assert rows["items"].keys.disabled
+    rows["items"].watermark.value = "id"
+    rows["notes"].keys.value = "id, id"
+    panel.save()
+    assert is_error(panel) and "repeat a column" in panel.status_line.value
+    rows["notes"].keys.value = "id"
+    panel.save()
+    items = om.load_plan(tmp_path / "shop.yaml").table("items")
+    assert (items.strategy, items.keys, items.key_origin, items.detect_deletes) == ("append", (), None, False)
+
     panel.path.value = str(tmp_path / "missing" / "dir" / "shop.yaml")
     panel.save()
     assert is_error(panel) and "Saving the plan" in panel.status_line.value

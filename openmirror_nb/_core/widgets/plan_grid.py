@@ -76,17 +76,23 @@ class PlanRow(RenderGuard):
 
     def planned(self) -> om.PlannedTable:
         """The table as the row says: keys typed or an accepted suggestion are ``declared``."""
-        keys, origin = self.key_columns, self.original.key_origin
+        keys, origin, strategy = self.key_columns, self.original.key_origin, self.strategy.value
         if keys != self.original.keys or (self.suggested and self.accept.value):
             origin = "declared" if keys else None
+        deletes = self.original.detect_deletes
+        if strategy == "append":  # insert-only: no key columns, no deletes (the plan file's rules)
+            keys, origin, deletes = (), None, False
+        elif strategy in ("snapshot", "delta_sync"):  # a whole table or a change feed: deletes too
+            deletes = True
         return dataclasses.replace(
             self.original,
             enabled=self.enabled.value,
             table=self.target.value.strip(),
             keys=keys,
             key_origin=origin,
-            strategy=self.strategy.value,
+            strategy=strategy,
             watermark=self.watermark.value.strip() or None,
+            detect_deletes=deletes,
         )
 
     def trouble(self) -> str | None:
@@ -95,6 +101,9 @@ class PlanRow(RenderGuard):
             om.check_table_name(self.target.value.strip())
         except om.InvalidNameError as exc:
             return str(exc)
+        keys = self.key_columns
+        if len(set(keys)) != len(keys):
+            return f"Table {self.original.source!r}: keys {', '.join(keys)} repeat a column; list each once."
         if self.strategy.value in WATERMARKED and not self.watermark.value.strip():
             return (
                 f"Table {self.original.source!r}: strategy {self.strategy.value} reads past a watermark "
@@ -123,7 +132,7 @@ class PlanRow(RenderGuard):
         for widget in self._inputs:
             widget.disabled = locked
         if not locked:
-            self.watermark.disabled = self.strategy.value not in WATERMARKED and not self.watermark.value
+            self._by_strategy()
 
     def _on_edit(self, change: dict[str, Any]) -> None:
         if self._rendering:
@@ -137,7 +146,12 @@ class PlanRow(RenderGuard):
         colour = "#ef6c00" if self.suggested and not self.accept.value else "inherit"
         self.origin.value = f"<span style='color:{colour}'>{origin or '-'}</span>"
         self.accept.layout.display = None if self.suggested else "none"
+        self._by_strategy()
+
+    def _by_strategy(self) -> None:
+        """A watermark only for the strategies that read past one; no keys for ``append``."""
         self.watermark.disabled = self.strategy.value not in WATERMARKED and not self.watermark.value
+        self.keys.disabled = self.accept.disabled = self.strategy.value == "append"
 
 
 class PlanGrid(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints

@@ -157,9 +157,18 @@ class SourcePlanner(Panel):
             return
         self._busy(True)  # at once: a second click before the thread starts must not run twice
         self._thread = threading.Thread(
-            target=self.run, kwargs={"dry_run": dry_run}, name="openmirror-plan-run", daemon=True
+            target=self._run_here, args=(dry_run,), name="openmirror-plan-run", daemon=True
         )
         self._thread.start()
+
+    def _run_here(self, dry_run: bool) -> None:
+        """A button's run, on its thread: nothing may escape it (a thread's traceback reaches only
+        the kernel's log) and the panel is usable after it, whatever happened."""
+        try:
+            with self._guard("The run failed"):
+                self.run(dry_run=dry_run)
+        finally:
+            self._busy(False)
 
     def _on_edit(self) -> None:
         self._edited = True
