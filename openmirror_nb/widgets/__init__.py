@@ -1,6 +1,6 @@
-"""Notebook panels (ipywidgets): ``MonitorPane``, ``Onboarding``, ``SchemaWizard``. Each is one
-``VBox`` laid out from the API's results; ``import openmirror_nb`` does not load this package,
-``om.widgets`` does."""
+"""Notebook panels (ipywidgets): ``MonitorPane``, ``Onboarding``, ``SchemaWizard``,
+``SourcePlanner``. Each is one ``VBox`` laid out from the API's results; ``import openmirror_nb``
+does not load this package, ``om.widgets`` does."""
 
 from __future__ import annotations
 
@@ -16,5 +16,6 @@ except ImportError:  # pragma: no cover - the dev environment has it
 from openmirror_nb._core.widgets.monitor import MonitorPane
 from openmirror_nb._core.widgets.onboarding import Onboarding
 from openmirror_nb._core.widgets.schema_wizard import SchemaWizard
+from openmirror_nb._core.widgets.source_planner import SourcePlanner
 
-__all__ = ["MonitorPane", "Onboarding", "SchemaWizard"]
+__all__ = ["MonitorPane", "Onboarding", "SchemaWizard", "SourcePlanner"]

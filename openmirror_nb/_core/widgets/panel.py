@@ -43,7 +43,7 @@ class RenderGuard:
 
 
 class Panel(RenderGuard, w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints
-    """The base of ``MonitorPane``, ``Onboarding`` and ``SchemaWizard``.
+    """The base of ``MonitorPane``, ``Onboarding``, ``SchemaWizard`` and ``SourcePlanner``.
 
     Subclasses build their widgets, then call ``super().__init__(children, css_class=...)``; the
     status line is added last. The render guard (``RenderGuard``) keeps the panel's handlers from
