@@ -10,7 +10,8 @@ the plain ``df.write.parquet`` of the same rows in the same session:
   buckets (the cheapest key state there is);
 - the key state shuffled into buckets, without the duplicate check;
 - the key state as a push writes it: shuffled into buckets, sorted, a count per key over a window
-  (the exact duplicate check), written.
+  (the exact duplicate check), written;
+- the same check as a sort aggregate per key instead of the window.
 
 The floor of a push that keeps an exact duplicate check and a key state is "data files + map-only
 state": what is above it is the check and the bucket layout the diffs read without a shuffle.
@@ -75,7 +76,23 @@ def main() -> None:
         "key state as a push writes it (buckets + window count)": lambda: scratch.write(
             snapdiff.snapshot_state(staged, keys=KEYS, buckets=n)
         ),
+        "key state, buckets + a sort aggregate per key (the alternative check)": lambda: sort_aggregate(),
     }
+
+    def sort_aggregate() -> None:
+        """The count per key as an aggregate over the sorted buckets, not a window."""
+        spark.conf.set("spark.sql.execution.replaceHashWithSortAgg", "true")
+        try:
+            placed = buckets.place(hashed(), keys=KEYS, buckets=n).sortWithinPartitions(*KEYS)
+            counted = placed.groupBy(*KEYS).agg(
+                F.count(F.lit(1)).alias(keystate.ROWS),
+                F.first(keystate.H1).alias(keystate.H1),
+                F.first(keystate.H2).alias(keystate.H2),
+            )
+            scratch.write(counted)
+        finally:
+            spark.conf.unset("spark.sql.execution.replaceHashWithSortAgg")
+
     try:
         times = c.time_cases(cases, repeat=args.repeat, scratch=scratch)
     finally:
