@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import LandingZoneError, PushCancelledError
 from openmirror_nb._core.landing_zone.discovery import check_unique
-from openmirror_nb._core.landing_zone.lifecycle import settle
+from openmirror_nb._core.landing_zone.lifecycle import Settled, settle
 from openmirror_nb._core.landing_zone.metadata import TableMetadata
 from openmirror_nb._core.landing_zone.publish import crash_point, publish
 from openmirror_nb._core.landing_zone.push_state import PushState
@@ -83,11 +83,14 @@ def run_push(
     *,
     lock_held: bool = False,
     reseed: bool = False,
+    settled: Settled | None = None,
 ) -> PushResult:
     """Push one DataFrame to one table (see ``MirroredDatabase.push``), telling ``progress``.
 
-    ``lock_held``: the caller holds the table lock (a reseed, which loads under its own lock);
-    ``reseed``: this push is a reseed's reload, which a reseed in progress lets through.
+    ``lock_held``: the caller holds the table lock (a reseed, which loads under its own lock;
+    a stream's batch sink); ``reseed``: this push is a reseed's reload, which a reseed in progress
+    lets through; ``settled``: with ``lock_held``, what the caller's own ``settle`` of the table
+    found under that lock, so the table is not settled (listed, its state read) a second time.
     """
     started = time.monotonic()
     table = str(request.table)
@@ -100,7 +103,7 @@ def run_push(
     push.tell(Validating)
     try:
         with jobs.tagged():
-            removed, result = _locked(push, lock_held=lock_held, reseed=reseed)
+            removed, result = _locked(push, lock_held=lock_held, reseed=reseed, settled=settled)
     except PushCancelledError as exc:
         push.tell(Cancelled, decided=exc.decided)
         raise
@@ -120,11 +123,13 @@ def run_push(
     return result
 
 
-def _locked(push: _Push, *, lock_held: bool, reseed: bool) -> tuple[tuple[str, ...], PushResult]:
+def _locked(
+    push: _Push, *, lock_held: bool, reseed: bool, settled: Settled | None
+) -> tuple[tuple[str, ...], PushResult]:
     """The push under the table lock (taken here unless ``lock_held``)."""
     home = push.home
     if lock_held:
-        return _attempts(push, None, reseed=reseed, reseeding=False)
+        return _attempts(push, None, reseed=reseed, reseeding=False, settled=settled)
     held = home.lock_status()
     incarnation = push_checks.incarnation(home)
     running = read_reseed(home)
@@ -136,10 +141,11 @@ def _locked(push: _Push, *, lock_held: bool, reseed: bool) -> tuple[tuple[str, .
 
 
 def _attempts(
-    push: _Push, incarnation: str | None, *, reseed: bool, reseeding: bool
+    push: _Push, incarnation: str | None, *, reseed: bool, reseeding: bool, settled: Settled | None = None
 ) -> tuple[tuple[str, ...], PushResult]:
-    """Settle the table and push; once more if the table changed under the staging."""
-    settled = settle(push.home)
+    """Settle the table (unless the caller did, under this lock) and push; once more, settled
+    again, if the table changed under the staging."""
+    settled = settled or settle(push.home)
     push_checks.check_incarnation(push.home, settled.state, incarnation, reseed=reseed, reseeding=reseeding)
     removed = settled.removed
     try:

@@ -103,7 +103,8 @@ def apply_batch(
     home = TableFolder(storage, request.table)
     table = str(request.table)
     with home.lock(timeout=request.lock_timeout):
-        state = settle(home).state  # a batch a dead writer journaled is in the table now
+        settled = settle(home)  # a batch a dead writer journaled is in the table now
+        state = settled.state
         record.check(home, state, batch)
         held = state.applied(batch.query) if state else None
         if held is not None and held >= batch.batch:
@@ -120,7 +121,9 @@ def apply_batch(
         if state is None and df.isEmpty():  # an empty batch creates no table
             return _nothing(request)
         crash_point("before_push")
-        result = run_push(storage, df, replace(request, stream=batch), progress, lock_held=True)
+        result = run_push(
+            storage, df, replace(request, stream=batch), progress, lock_held=True, settled=settled
+        )
         record.note(home)
     return result
 
