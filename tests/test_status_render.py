@@ -239,7 +239,7 @@ def test_ago(seconds, text):
 def test_sparkline_points_span_the_width_and_scale_to_the_largest_value():
     assert sparkline_svg([]) == ""
     svg = sparkline_svg([0, 5, 10], width=90, height=18)
-    assert svg.startswith("<svg class='om-spark' width='90' height='18' viewBox='0 0 90 18'>")
+    assert svg.startswith("<svg class='om-spark' width='90' height='18' viewBox='0 0 90 18'")
     points = re.search(r"points='([^']*)'", svg)
     assert points is not None and points.group(1) == "0.0,17.0 45.0,9.0 90.0,1.0"
     flat = re.search(r"points='([^']*)'", sparkline_svg([0, 0, 0, 0], width=30, height=10))

@@ -94,6 +94,31 @@ def test_monitor_pane_in_the_browser(lab, page):
     expect(detail).to_contain_text("No pending files.")
     screenshot(page, "monitor_failed_live", target=panel)
 
+    # a hundred tables: the worst on top, the grid scrolls in a box under a header that stays
+    fleet = widget(page, "openmirror-monitor").nth(2)
+    rows = fleet.locator("tr.om-row")
+    expect(rows).to_have_count(100)
+    assert [rows.nth(i).get_attribute("data-table") for i in range(3)] == ["erp.t013", "erp.t077", "erp.t050"]
+    box = fleet.locator(".om-grid-box")
+    height, scrolls = box.evaluate("e => [e.getBoundingClientRect().height, e.scrollHeight > e.clientHeight]")
+    assert height <= 460 and scrolls, (height, scrolls)
+    # the rest of the pane (bars, picker, one table's detail) does not grow with the tables either
+    assert fleet.bounding_box()["height"] < height + 800, (fleet.bounding_box(), height)
+    screenshot(page, "monitor_hundred_tables", target=box)
+    box.evaluate("e => { e.scrollTop = e.scrollHeight; }")
+    header_top = fleet.locator(".om-grid-box th").nth(1).bounding_box()["y"]
+    assert abs(header_top - box.bounding_box()["y"]) < 12, (header_top, box.bounding_box())  # still on top
+    expect(row(fleet, "erp.t089")).to_be_in_viewport()
+    # the filters: part of a name, then only the tables that need attention
+    fleet.get_by_placeholder("part of a table name").fill("t07")
+    expect(rows).to_have_count(10)
+    expect(fleet.locator(".om-shown")).to_have_text("showing 10 of 100 tables matching 't07'")
+    fleet.get_by_placeholder("part of a table name").fill("")
+    page_button(fleet, "Needs attention").click()
+    expect(rows).to_have_count(3)
+    expect(fleet.locator("tr.om-advice[data-table='erp.t050']")).to_contain_text("is missing")
+    screenshot(page, "monitor_hundred_needing_attention", target=fleet)
+
 
 def page_button(panel, label: str):
     # ipywidgets renders Button and ToggleButton as <button> holding an icon and the description

@@ -266,3 +266,60 @@ def test_every_handle_on_a_folder_shares_one_local_mirror(tmp_path):
         pane.close()
     onelake = om.connect("https://onelake.dfs.fabric.microsoft.com/ws/db.MirroredDatabase/Files/LandingZone")
     assert onelake.local_mirror is None
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """A hundred tables: most ok, ten pending, two failed (zero-byte files), one blocked (gap)."""
+    root = tmp_path_factory.mktemp("fleet") / "db"
+    db = om.connect(root)
+    names = [f"erp.t{i:03d}" for i in range(100)]
+    for name in names:
+        table(db, name, parquet(1, 2))
+    for name in ("erp.t013", "erp.t077"):
+        db.storage.write_bytes(f"{TableFolder.of(db.storage, name).folder}/{seq(2)}", b"")
+    db.storage.write_bytes(f"{TableFolder.of(db.storage, 'erp.t050').folder}/{seq(3)}", parquet(9))
+    LocalMirror(root).run_once()
+    for name in names[90:]:
+        table(db, name, parquet(3), push_id="p2")
+    pane = om.widgets.MonitorPane(db)
+    yield pane
+    pane.close()
+
+
+def grid_rows(pane) -> list[str]:
+    return [part.split("'", 1)[0] for part in pane.grid.value.split("<tr class='om-row' data-table='")[1:]]
+
+
+def test_a_hundred_tables_show_worst_first_under_a_header_that_stays_in_a_bounded_box(fleet):
+    rows = grid_rows(fleet)
+    assert len(rows) == 100
+    assert rows[:3] == ["erp.t013", "erp.t077", "erp.t050"]  # failed, failed, blocked: on top
+    assert rows[3:13] == [f"erp.t{i:03d}" for i in range(90, 100)]  # then the pending ones
+    assert rows[13:] == sorted(set(rows[13:]))  # then the ok ones, by name
+    assert fleet.table_picker.options[:3] == ("erp.t013", "erp.t077", "erp.t050")
+    assert fleet.selected_table == "erp.t013"
+    assert fleet.grid.layout.max_height and fleet.grid.layout.overflow == "auto"  # it scrolls
+    header = fleet.grid.value.split("<tr class='om-row'", 1)[0]
+    assert header.count("position:sticky") == header.count("<th") == 11  # with the sparklines'
+    assert "100 tables, worst first" in fleet.view.count_line.value
+
+
+def test_the_filters_narrow_the_grid_and_say_how_many_show(fleet):
+    try:
+        fleet.filter_box.value = "T07"  # any case
+        assert grid_rows(fleet) == ["erp.t077", *(f"erp.t{i:03d}" for i in range(70, 80) if i != 77)]
+        assert "showing 10 of 100 tables matching &#x27;T07&#x27;" in fleet.view.count_line.value
+        fleet.attention_toggle.value = True
+        assert grid_rows(fleet) == ["erp.t077"]
+        assert "needing attention only" in fleet.view.count_line.value
+        fleet.filter_box.value = ""
+        assert grid_rows(fleet) == ["erp.t013", "erp.t077", "erp.t050"]
+        fleet.refresh()  # a refresh keeps the filters
+        assert grid_rows(fleet) == ["erp.t013", "erp.t077", "erp.t050"]
+        fleet.filter_box.value = "nothing like it"
+        assert grid_rows(fleet) == [] and "No table matches the filter." in fleet.grid.value
+        assert len(fleet.table_picker.options) == 100  # the detail can still show any table
+    finally:
+        fleet.filter_box.value, fleet.attention_toggle.value = "", False
+    assert len(grid_rows(fleet)) == 100

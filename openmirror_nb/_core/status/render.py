@@ -60,6 +60,7 @@ def sparkline_svg(values: Sequence[int], *, width: int = 90, height: int = 18) -
         f"{i * step:.1f},{height - 1 - (v / top) * (height - 2):.1f}" for i, v in enumerate(values)
     )
     return (
-        f"<svg class='om-spark' width='{width}' height='{height}' viewBox='0 0 {width} {height}'>"
+        f"<svg class='om-spark' width='{width}' height='{height}' viewBox='0 0 {width} {height}'"
+        " style='vertical-align:middle'>"
         f"<polyline fill='none' stroke='#1565c0' stroke-width='1.5' points='{points}'/></svg>"
     )

@@ -58,6 +58,12 @@ class StatusReport:
         )
 
     @property
+    def worst_first(self) -> tuple[TableStatus, ...]:
+        """The tables by badge, worst first (failed, blocked, warning, pending, ok, unknown), each
+        badge's tables by name (the order the monitoring pane lists them in)."""
+        return tuple(sorted(self.tables, key=lambda t: (HEALTH_ORDER.index(t.health), t.table.casefold())))
+
+    @property
     def summary(self) -> str:
         """One line: how many tables, and how many of each badge, worst first."""
         return summary_line(self)
@@ -70,11 +76,12 @@ class StatusReport:
             f"{badge(self.health, self.summary)} <span>{html.escape(self.replicator.summary)}</span>"
         )
 
-    def grid_html(self, *, trend: Mapping[str, Sequence[int]] | None = None) -> str:
+    def grid_html(self, *, trend: Mapping[str, Sequence[int]] | None = None, sticky: bool = False) -> str:
         """The status grid, one row per table with what to do under a problem; ``trend`` (pending
-        files over time, per table) adds a ``pending over time`` column of sparklines."""
+        files over time, per table) adds a ``pending over time`` column of sparklines; ``sticky``
+        keeps the header row on top while the grid scrolls in a box (the monitor pane's)."""
         lines = None if trend is None else {name: sparkline_svg(list(v)) for name, v in trend.items()}
-        return grid_html(self, trend=lines)
+        return grid_html(self, trend=lines, sticky=sticky)
 
     def to_pandas(self) -> pd.DataFrame:
         """One row per table with the columns of ``COLUMNS``."""
@@ -161,17 +168,41 @@ def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = N
     return "".join(out)
 
 
-GRID_HEADER = (
-    "<tr><th></th><th style='text-align:left'>table</th><th style='text-align:left'>status</th>"
-    "<th>pending</th><th>processed</th><th style='text-align:left'>failed file</th><th>rows</th>"
-    "<th style='text-align:left'>last sync</th><th style='text-align:left'>last checked</th><th>lag</th></tr>"
+# (title, left-aligned) per column of the grid
+GRID_COLUMNS = (
+    ("", False),
+    ("table", True),
+    ("status", True),
+    ("pending", False),
+    ("processed", False),
+    ("failed file", True),
+    ("rows", False),
+    ("last sync", True),
+    ("last checked", True),
+    ("lag", False),
 )
+# A header cell that stays on top while its table scrolls in a box: opaque, in Lab's own colour.
+STICKY = "position:sticky;top:0;z-index:1;background:var(--jp-layout-color1,white)"
 
 
-def grid_html(report: StatusReport, *, trend: Mapping[str, str] | None = None) -> str:
-    """The status grid as one ``<table>``, with a ``pending over time`` column when ``trend``."""
-    header = GRID_HEADER if trend is None else GRID_HEADER.replace("</tr>", "<th>pending over time</th></tr>")
-    return f"<table class='om-grid' cellpadding='3'>{header}{table_rows_html(report, trend=trend)}</table>"
+def grid_header(*, trend: bool = False, sticky: bool = False) -> str:
+    """The grid's header row, with the sparklines' column when ``trend``."""
+    columns = [*GRID_COLUMNS, ("pending over time", False)] if trend else list(GRID_COLUMNS)
+    cells = []
+    for title, left in columns:
+        style = ";".join(s for s in ("text-align:left" if left else "", STICKY if sticky else "") if s)
+        cells.append(f"<th style='{style}'>{title}</th>" if style else f"<th>{title}</th>")
+    return f"<tr>{''.join(cells)}</tr>"
+
+
+def grid_html(report: StatusReport, *, trend: Mapping[str, str] | None = None, sticky: bool = False) -> str:
+    """The status grid as one ``<table>``, with a ``pending over time`` column when ``trend``.
+    ``sticky`` is for a grid in a scrolling box: its header stays on top, and its rows take a
+    text line's height, not a widget control's (what an ipywidgets ``HTML`` gives them)."""
+    header = grid_header(trend=trend is not None, sticky=sticky)
+    style = " style='line-height:1.4'" if sticky else ""
+    rows = table_rows_html(report, trend=trend)
+    return f"<table class='om-grid' cellpadding='3'{style}>{header}{rows}</table>"
 
 
 def as_html(report: StatusReport) -> str:

@@ -1,9 +1,10 @@
 """``MonitorPane``: the status of a mirrored database as a live panel (design §6).
 
 One ``VBox`` of Fabric-supported widgets only (no ``Output``): a header, a toolbar (Refresh,
-auto-refresh and its interval, the local mirror's switch), the status grid with a sparkline of
-pending files per table, a detail view of one table, and an ``HTML`` status line. All it shows is
-laid out from ``db.status()``; it computes nothing itself.
+auto-refresh and its interval, the local mirror's switch), a filter bar, the status grid (worst
+tables first, in a scrolling box: ``status_grid``) with a sparkline of pending files per table, a
+detail view of one table, and an ``HTML`` status line. All it shows is laid out from
+``db.status()``; it computes nothing itself.
 
 Threads: auto-refresh runs on one daemon thread, the local mirror on its own; both only assign
 widget values (never print, per the ipywidgets docs) and both end when the pane is closed, or
@@ -26,6 +27,7 @@ import ipywidgets as w
 from openmirror_nb import ConfigError
 from openmirror_nb._core.errors import user_line  # the one line a user sees of an exception
 from openmirror_nb._core.widgets.panel import Panel
+from openmirror_nb._core.widgets.status_grid import GridView
 
 if TYPE_CHECKING:
     from openmirror_nb import LocalMirror, MirroredDatabase, StatusReport
@@ -89,10 +91,15 @@ class MonitorPane(Panel):
             tooltip="Replicate pending files in the background (local databases)",
         )
         self.table_picker = w.Dropdown(description="Details", options=[], layout=w.Layout(width="360px"))
-        self.grid = w.HTML()
+        self.view = GridView(self._on_filter)
+        self.grid, self.filter_box, self.attention_toggle = (
+            self.view.grid,
+            self.view.filter_box,
+            self.view.attention_toggle,
+        )
         self.detail = w.HTML()
         toolbar = w.HBox([self.refresh_button, self.auto_toggle, self.interval_box, self.mirror_toggle])
-        children = [self.header, toolbar, self.grid, self.table_picker, self.detail]
+        children = [self.header, toolbar, self.view.bar, self.grid, self.table_picker, self.detail]
         super().__init__(children, css_class="openmirror-monitor")
 
         self.refresh_button.on_click(lambda _: self.refresh())
@@ -226,6 +233,11 @@ class MonitorPane(Panel):
         if not self._rendering and self._report is not None:
             self._render_detail(self._report)
 
+    def _on_filter(self) -> None:
+        if not self._rendering and self._report is not None:
+            with self._quiet():
+                self._render_grid(self._report)
+
     # -- rendering ------------------------------------------------------------------------------
 
     def _start_auto(self) -> None:
@@ -240,14 +252,17 @@ class MonitorPane(Panel):
     def _render(self, report: StatusReport) -> None:
         with self._quiet():
             self.header.value = report.header_html()
-            notes = "".join(f"<div><i>{html.escape(n)}</i></div>" for n in (*report.foreign, *report.notes))
-            self.grid.value = report.grid_html(trend=self._history) + notes
-            names = [t.table for t in report.tables]
+            self._render_grid(report)
+            names = [t.table for t in report.worst_first]
             keep = self.table_picker.value if self.table_picker.value in names else None
             worst = report.needs_attention[0].table if report.needs_attention else None
             self.table_picker.options = names
             self.table_picker.value = keep or worst or (names[0] if names else None)
         self._render_detail(report)
+
+    def _render_grid(self, report: StatusReport) -> None:
+        notes = "".join(f"<div><i>{html.escape(n)}</i></div>" for n in (*report.foreign, *report.notes))
+        self.view.render(report, trend=self._history, notes=notes)
 
     def _render_detail(self, report: StatusReport) -> None:
         chosen = self.table_picker.value
