@@ -4,10 +4,12 @@
    table through ``db.batch_sink`` (row markers, upserts). Per batch, the time from the batch's start
    in ``foreachBatch`` to its files being published (the sink returns once they are), ÷ a plain
    ``batch.write.parquet`` of the same batch, timed in the same ``foreachBatch`` call. The first
-   batches (the table's initial load and JIT warm-up) are not counted; medians.
+   batches (the table's initial load and JIT warm-up) are not counted; medians. Each batch is
+   profiled: the push's phases and Spark jobs (``_common.Profiler``), and the jobs the sink runs
+   outside its push (a job group around the call).
 2. **throughput**: 10,000-row batches, the whole query (``availableNow``) from start to end: rows
    per second into one table, and into ten tables through a routed sink (``route=``, the route
-   column spreads each batch over the ten).
+   column spreads each batch over the ten; its tables applied ``parallel`` at a time, the default).
 
 The sink's results are checked against the plan (rows per batch). Writes bench/results/stream.json.
 
