@@ -4,10 +4,12 @@
    table through ``db.batch_sink`` (row markers, upserts). Per batch, the time from the batch's start
    in ``foreachBatch`` to its files being published (the sink returns once they are), ÷ a plain
    ``batch.write.parquet`` of the same batch, timed in the same ``foreachBatch`` call. The first
-   batches (the table's initial load and JIT warm-up) are not counted; medians.
+   batches (the table's initial load and JIT warm-up) are not counted; medians. Each batch is
+   profiled: the push's phases and Spark jobs (``_common.Profiler``), and the jobs the sink runs
+   outside its push (a job group around the call).
 2. **throughput**: 10,000-row batches, the whole query (``availableNow``) from start to end: rows
    per second into one table, and into ten tables through a routed sink (``route=``, the route
-   column spreads each batch over the ten).
+   column spreads each batch over the ten; its tables applied ``parallel`` at a time, the default).
 
 The sink's results are checked against the plan (rows per batch). Writes bench/results/stream.json.
 
@@ -63,24 +65,33 @@ def latency(spark: Any, work: Path, batches: int) -> dict[str, Any]:
     feed = work / "latency-feed"
     make_feed(spark, feed, batches=batches, rows=1000, tables=1)
     db = om.connect(work / "latency-db")
-    sink = db.batch_sink(table="bench.stream", keys=["id"], op_column="op")
-    plain, pushed = [], []
+    profiler = c.Profiler(spark)
+    sink = db.batch_sink(table="bench.stream", keys=["id"], op_column="op", progress=profiler)
+    plain, pushed, profiles = [], [], []
 
     def timed_batch(df: Any, batch_id: int) -> None:
         df = df.drop("tbl")
         seconds, _ = c.timed(lambda: df.write.parquet(str(work / f"plain-{batch_id}")))
         plain.append(seconds)
-        seconds, _ = c.timed(lambda: sink(df, batch_id))
+        with profiler.push() as prof, SinkJobs(spark, f"bench-stream-{batch_id}") as outside:
+            seconds, _ = c.timed(lambda: sink(df, batch_id))
+        prof["sink_jobs_outside_the_push"] = outside.count()
         pushed.append(seconds)
+        profiles.append(prof)
         got = sink.applied["bench.stream"].rows
         if sum(got.values()) != 1000:
             raise SystemExit(f"batch {batch_id} published {got}, planned 1000 rows")
 
     run(stream(spark, feed), timed_batch, work / "latency-ckpt")
-    plain, pushed = plain[WARM_UP:], pushed[WARM_UP:]
+    plain, pushed, profiles = plain[WARM_UP:], pushed[WARM_UP:], profiles[WARM_UP:]
     ratio = round(c.median(pushed) / c.median(plain), 2)
     return {
         "batches_counted": len(pushed),
+        "spark_jobs_per_batch": {
+            "push": int(c.median([p["spark_jobs"] for p in profiles])),
+            "sink, outside the push": int(c.median([p["sink_jobs_outside_the_push"] for p in profiles])),
+        },
+        "phases": c.summarize_phases(profiles),
         "rows_per_batch": 1000,
         "sink_seconds": [round(s, 4) for s in pushed],
         "plain_seconds": [round(s, 4) for s in plain],
@@ -114,6 +125,25 @@ def throughput(spark: Any, work: Path, batches: int, tables: int) -> dict[str, A
         "rows_per_second": round(batches * 10_000 / seconds),
         "seconds_per_batch": round(seconds / batches, 3),
     }
+
+
+class SinkJobs:
+    """The Spark jobs a sink call runs outside its push (the push tags its own with a job group of
+    its own, which the profiler counts): a job group around the call, put back after."""
+
+    def __init__(self, spark: Any, group: str) -> None:
+        self.sc, self.group = spark.sparkContext, group
+
+    def __enter__(self) -> SinkJobs:
+        self.before = self.sc.getLocalProperty("spark.jobGroup.id")
+        self.sc.setLocalProperty("spark.jobGroup.id", self.group)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sc.setLocalProperty("spark.jobGroup.id", self.before)
+
+    def count(self) -> int:
+        return len(self.sc.statusTracker().getJobIdsForGroup(self.group))
 
 
 class TableFolderRows:

@@ -160,6 +160,16 @@ def resolve(progress: Progress) -> ProgressCallback | None:
     return default_progress()
 
 
+def always(progress: ProgressCallback | None) -> ProgressCallback:
+    """A callback for a push run beside others on a thread of its own: with one, the push runs
+    its Spark jobs in a job group of its own (``PushJobs``), so its count is its jobs alone."""
+    return progress if progress is not None else _ignore
+
+
+def _ignore(event: ProgressEvent) -> None:
+    return None
+
+
 def default_progress() -> ProgressCallback | None:
     """A bar in a Jupyter kernel, text lines in a terminal IPython, nothing in scripts."""
     shell = _shell()

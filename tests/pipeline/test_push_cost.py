@@ -345,3 +345,30 @@ def test_the_row_hash_is_the_one_stored_states_hold(spark):
             (1, -6698625589789238999, -7468882110013326303),
         ],
     }
+
+
+def test_observed_counts_are_read_in_one_call_and_match_the_public_read(spark):
+    """A job's counts, read from the map's text in one JVM call: the same numbers as PySpark's
+    ``Observation.get`` (a count over no rows, NULL, is 0), without falling back to it."""
+    from pyspark.sql import Observation
+
+    from openmirror_nb._core.pipeline import stage
+
+    observation = Observation()
+    frame = orders(spark, 50).observe(
+        observation,
+        stage.rows_where("id % 5 = 0", "fives"),
+        stage.rows_where("id < 0", "negative"),  # no row: NULL
+        stage.rows_where("v = 'a3'", "a_3"),
+    )
+    frame.write.format("noop").mode("overwrite").save()
+
+    class NoFallback:  # the public read raises: only the one-call path can answer
+        _jo = observation._jo
+
+        @property
+        def get(self):
+            raise AssertionError("fell back to Observation.get")
+
+    assert stage.observed_counts(NoFallback()) == {"fives": 10, "negative": 0, "a_3": 7}
+    assert stage.observed_counts(NoFallback()) == {k: int(v or 0) for k, v in observation.get.items()}

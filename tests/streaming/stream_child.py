@@ -21,7 +21,9 @@ def stream(spark, feed: str):  # type: ignore[no-untyped-def]
 
 def sink_options(kind: str) -> dict[str, object]:
     if kind == "routed":
-        return {"route": "tbl", "keys": ROUTED_KEYS, "op_column": "op", "rows_per_file": 4}
+        # one table after the other, so a kill between two tables leaves the first with the batch
+        routed = {"route": "tbl", "keys": ROUTED_KEYS, "parallel": 1}
+        return {**routed, "op_column": "op", "rows_per_file": 4}
     return {"table": "t", "keys": ["id"], "op_column": "op", "rows_per_file": 4, "columns_drop": "tbl"}
 
 

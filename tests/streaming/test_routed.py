@@ -5,12 +5,14 @@ checked before any table publishes; a crash between two tables is repaired by Sp
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 
 import openmirror_nb as om
 from openmirror_nb._core.landing_zone import TableFolder
 from openmirror_nb._core.streaming import route as route_mod
+from openmirror_nb._core.streaming import sink as sink_mod
 from tests.conftest import tree_hash
 from tests.reliability.harness import lzcheck, rows_of
 from tests.streaming.feeds import Feed, run
@@ -113,7 +115,7 @@ def test_a_crash_between_two_tables_is_repaired_by_the_replay(spark, db, tmp_pat
     from pyspark.errors import StreamingQueryException
 
     with pytest.raises(StreamingQueryException, match="killed between tables"):
-        run(feed.stream(spark, SCHEMA), _sink(db), ckpt)
+        run(feed.stream(spark, SCHEMA), _sink(db, parallel=1), ckpt)  # one table after the other
     assert db.tables() == ["inv.customers"]
     monkeypatch.undo()
     caplog.set_level(logging.INFO, logger="openmirror_nb")
@@ -122,6 +124,46 @@ def test_a_crash_between_two_tables_is_repaired_by_the_replay(spark, db, tmp_pat
     customers, orders = _tables(db)
     assert rows_of(customers.to_dict("records"), ("id", "name")) == [(1, "ann")]  # inserted once
     assert rows_of(orders.to_dict("records"), ("order_id", "total")) == [(10, 5.0)]
+
+
+def test_tables_applied_in_parallel_keep_one_failure_to_its_table(spark, db, tmp_path, monkeypatch, caplog):
+    """Each table's push runs on a thread of its own; one table failing leaves the other applied
+    once, and the replay applies the batch to the failed table only."""
+    feed, ckpt = Feed(tmp_path), tmp_path / "ckpt"
+    feed.drop([_customer(1, 0, "ann", 1), _order(10, 0, 5.0, 2)])
+    threads: dict[str, str] = {}
+    real = sink_mod.run_push
+
+    def failing(storage, df, request, *args, **kw):
+        threads[str(request.table)] = threading.current_thread().name
+        if str(request.table) == "inv.orders":
+            raise RuntimeError("orders failed")
+        return real(storage, df, request, *args, **kw)
+
+    monkeypatch.setattr(sink_mod, "run_push", failing)
+    from pyspark.errors import StreamingQueryException
+
+    with pytest.raises(StreamingQueryException, match="orders failed"):
+        run(feed.stream(spark, SCHEMA), _sink(db, parallel=2), ckpt)
+    assert db.tables() == ["inv.customers"]
+    assert len(set(threads.values())) == 2 and all(
+        t.startswith("openmirror-stream") for t in threads.values()
+    )
+    monkeypatch.undo()
+    caplog.set_level(logging.INFO, logger="openmirror_nb")
+    run(feed.stream(spark, SCHEMA), _sink(db, parallel=2), ckpt)  # Spark replays batch 0
+    assert "already in table inv.customers" in caplog.text
+    customers, orders = _tables(db)
+    assert rows_of(customers.to_dict("records"), ("id", "name")) == [(1, "ann")]  # inserted once
+    assert rows_of(orders.to_dict("records"), ("order_id", "total")) == [(10, 5.0)]
+    for table in ("inv.customers", "inv.orders"):
+        assert len(lzcheck(db.target.landing_zone, table)) == 1
+
+
+@pytest.mark.parametrize("parallel", [0, True, 1.5])
+def test_parallel_is_a_whole_number_of_tables(db, parallel):
+    with pytest.raises(om.ConfigError, match="parallel="):
+        _sink(db, parallel=parallel)
 
 
 def test_an_existing_table_may_be_routed_without_keys(spark, db, tmp_path):

@@ -48,6 +48,7 @@ class Streaming(DatabaseBase):
         compact: bool = False,
         strict_delete: bool = False,
         progress: Progress = False,
+        parallel: int = 4,
     ) -> BatchSink:
         """A ``foreachBatch`` function that publishes each micro-batch of a change feed, exactly once.
 
@@ -71,13 +72,17 @@ class Streaming(DatabaseBase):
             columns: With ``route``: per table, the columns to publish (default: every column of
                 the batch except the route, operation and ordering columns).
             progress: Off by default: a batch runs on Spark's stream thread, not in the cell.
+            parallel: With ``route``: tables of a batch applied at a time, each on a thread of its
+                own (its Spark jobs in a job group of their own); every table's push ends before
+                the batch's first error is raised, so each table holds the batch once or not at
+                all and Spark's replay applies it where it is missing. 1: one after the other.
 
         Returns:
             BatchSink: pass it to ``df.writeStream.foreachBatch``.
 
         Raises:
             ConfigError: ``mode="snapshot"``, both or neither of ``table`` and ``route``, keys not
-                shaped for them.
+                shaped for them, ``parallel`` not a whole number of at least 1.
 
         Example:
             >>> sink = db.batch_sink(table="sales.orders", keys=["id"], convention="debezium")
@@ -89,6 +94,10 @@ class Streaming(DatabaseBase):
         from openmirror_nb._core.streaming.sink import BatchSink
 
         _check_target(mode=mode, table=table, route=route, keys=keys, columns=columns)
+        if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+            raise ConfigError(
+                f"parallel={parallel!r} must be a whole number of tables at a time, at least 1."
+            )
         fields: dict[str, Any] = dict(
             mode=mode,
             op_column=op_column,
@@ -109,7 +118,9 @@ class Streaming(DatabaseBase):
             return BatchSink(self.storage, request, progress=resolve(progress))
         assert isinstance(keys, Mapping)
         base = PushRequest.create(table=next(iter(keys), "routed"), keys=None, **fields)
-        router = Router.create(self.storage, column=route, base=base, keys=keys, columns=columns)
+        router = Router.create(
+            self.storage, column=route, base=base, keys=keys, columns=columns, parallel=parallel
+        )
         return BatchSink(self.storage, None, router, progress=resolve(progress))
 
     def mirror_stream(

@@ -147,7 +147,7 @@ def write_state(
     observed = state.observe(observation, *metrics)
     observed = observed if keep is None else observed.where(keep)
     observed.drop(buckets_mod.PLACE).write.mode("errorifexists").parquet(ctx.uri(ctx.state_dir))
-    seen = {name: int(value or 0) for name, value in observation.get.items()}
+    seen = stage.observed_counts(observation)
     seen["buckets"] = 0
     if buckets and not seen["misplaced"]:
         buckets_mod.name_files(ctx.storage, ctx.state_dir, local_dir=ctx.local_dir)

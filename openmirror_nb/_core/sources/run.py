@@ -17,7 +17,7 @@ import uuid
 from dataclasses import replace
 
 from openmirror_nb._core.errors import ConfigError, PushCancelledError
-from openmirror_nb._core.progress import ProgressCallback, ProgressEvent
+from openmirror_nb._core.progress import always
 from openmirror_nb._core.sources.plan import PlannedTable, SourcePlan
 from openmirror_nb._core.sources.run_result import PlanRun, PlanTableRun
 from openmirror_nb._core.sources.run_table import run_table
@@ -32,7 +32,7 @@ def run_plan(runner: Runner, plan: SourcePlan, *, parallel: int) -> PlanRun:
         raise ConfigError(f"parallel={parallel!r} must be a whole number of tables at a time, at least 1.")
     started = time.monotonic()
     tag = f"openmirror-plan-{uuid.uuid4().hex[:12]}"
-    runner = replace(runner, progress=_always(runner.progress))
+    runner = replace(runner, progress=always(runner.progress))
     done: dict[int, PlanTableRun] = {}
     pool = cf.ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="openmirror-plan")
     futures = {pool.submit(_tagged, runner, t, tag): i for i, t in enumerate(plan.tables)}
@@ -90,12 +90,3 @@ def _cancel(pool: cf.ThreadPoolExecutor, futures: dict[cf.Future[PlanTableRun], 
 def _result(done: dict[int, PlanTableRun], runner: Runner, started: float) -> PlanRun:
     tables = [done[i] for i in sorted(done)]
     return PlanRun(tables, dry_run=runner.dry_run, seconds=time.monotonic() - started)
-
-
-def _always(progress: ProgressCallback | None) -> ProgressCallback:
-    """A callback for every push: with one, a push runs its Spark jobs in a job group of its own."""
-    return progress if progress is not None else _ignore
-
-
-def _ignore(event: ProgressEvent) -> None:
-    return None

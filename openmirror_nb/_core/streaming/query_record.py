@@ -4,13 +4,15 @@ A table's push state says which batches of which query it holds, but it lives in
 so a drop deletes it: a query restarted after a drop would find no state and start a new table from
 the middle of its feed. The record lives outside every table folder, at
 ``_openmirror/streams/<query id>.json`` in the landing-zone root (ignored by the service), so it
-outlives the table. Spark runs one batch of a query at a time, so one writer owns each record.
+outlives the table. Spark runs one batch of a query at a time, so one writer owns each record
+(the tables of a routed batch, applied on threads, take turns through its lock).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 from dataclasses import dataclass, field
 
 from openmirror_nb._core.errors import LandingZoneError
@@ -30,6 +32,8 @@ class QueryRecord:
     storage: Storage
     query: str
     tables: dict[str, str] = field(default_factory=dict)
+    # a routed batch's tables note themselves from threads of their own: one writer at a time
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def path(self) -> str:
@@ -75,8 +79,9 @@ class QueryRecord:
         state = home.read_state()
         if state is None or state.incarnation is None:
             return
-        self.tables[home.ref.key] = state.incarnation
-        doc = {"query": self.query, "tables": self.tables}
-        self.storage.write_bytes(
-            self.path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"), overwrite=True
-        )
+        with self._lock:
+            self.tables[home.ref.key] = state.incarnation
+            doc = {"query": self.query, "tables": dict(self.tables)}
+            self.storage.write_bytes(
+                self.path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"), overwrite=True
+            )

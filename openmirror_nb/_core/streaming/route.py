@@ -5,13 +5,16 @@ Each table gets the batch's rows of its route value, without the route column; i
 columns are the batch's minus the route, operation and ordering columns, or the ones ``columns=``
 lists for it. Every check a push makes before staging (names, types, keys, the table's schema and
 keys) and the checks of the rows (NULL keys, operation values) run on every table of the batch first,
-so a bad row anywhere stops the batch with nothing of it published. Tables are then applied one
-after the other, each skipping a batch it holds already: a crash between two tables is repaired
-by Spark's replay of the batch.
+so a bad row anywhere stops the batch with nothing of it published. Tables are then applied
+``parallel`` at a time, each on a thread of its own and each skipping a batch it holds already.
+Every table's push runs to its end (applied whole, or not at all) before the first error is
+raised, so a failure or a crash leaves each table with the batch applied once or not at all, and
+Spark's replay of the batch applies it to the tables that miss it.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -34,13 +37,15 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Router:
     """How a routed sink splits a batch: ``column`` names the table; ``base`` carries the shared
-    change options; ``keys`` and ``columns`` are per route value."""
+    change options; ``keys`` and ``columns`` are per route value; ``parallel`` tables are
+    applied at a time."""
 
     storage: Storage
     column: str
     base: PushRequest
     keys: Mapping[str, tuple[str, ...]]
     columns: Mapping[str, tuple[str, ...]]
+    parallel: int = 4
 
     @classmethod
     def create(
@@ -51,6 +56,7 @@ class Router:
         base: PushRequest,
         keys: Mapping[str, Sequence[str]],
         columns: Mapping[str, Sequence[str]] | None,
+        parallel: int = 4,
     ) -> Router:
         for name, given in {**keys, **(columns or {})}.items():
             TableRef.parse(name)  # a route value must be a valid table name
@@ -65,12 +71,13 @@ class Router:
             base,
             {t: tuple(k) for t, k in keys.items()},
             {t: tuple(c) for t, c in (columns or {}).items()},
+            parallel,
         )
 
     def apply(
         self, df: DataFrame, batch: StreamBatch, apply_one: Callable[[DataFrame, PushRequest], None]
     ) -> None:
-        """Check every table's rows of the batch, then apply them table by table."""
+        """Check every table's rows of the batch, then apply them, ``parallel`` tables at a time."""
         if self.column not in df.columns:
             raise ConfigError(
                 f"Route column {self.column!r} is not in the stream (columns: {', '.join(df.columns)})."
@@ -80,12 +87,33 @@ class Router:
         try:
             parts = {v: (self._part(df, v), self._request(v)) for v in self._values(df)}
             self._check(parts, batch)
-            for i, (part, request) in enumerate(parts.values()):
-                if i:
-                    crash_point("between_tables")
-                apply_one(part, request)
+            self._apply_all(list(parts.values()), apply_one)
         finally:
-            df.unpersist()
+            df.unpersist()  # only once every table's push has ended: none reads it any more
+
+    def _apply_all(
+        self, parts: list[tuple[DataFrame, PushRequest]], apply_one: Callable[[DataFrame, PushRequest], None]
+    ) -> None:
+        """Apply each table's part; on threads when ``parallel`` allows (one at a time, they go in
+        route order and the first error stops the rest). Each thread waits for its own push, and
+        the pool for every thread, before the first error (in route order) is raised."""
+
+        def one(i: int, part: DataFrame, request: PushRequest) -> None:
+            apply_one(part, request)
+            if i < len(parts) - 1:
+                crash_point("between_tables")  # this table has the batch; a later one may not
+
+        workers = min(self.parallel, len(parts))
+        if workers <= 1:
+            for i, (part, request) in enumerate(parts):
+                one(i, part, request)
+            return
+        with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="openmirror-stream") as pool:
+            futures = [pool.submit(one, i, part, request) for i, (part, request) in enumerate(parts)]
+        for future in futures:
+            error = future.exception()
+            if error is not None:
+                raise error
 
     def _values(self, df: DataFrame) -> list[str]:
         from pyspark.sql import functions as F

@@ -23,7 +23,7 @@ from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import PushResult
 from openmirror_nb._core.pipeline.push import run_push
 from openmirror_nb._core.pipeline.request import PushRequest
-from openmirror_nb._core.progress import ProgressCallback
+from openmirror_nb._core.progress import ProgressCallback, always
 from openmirror_nb._core.storage.base import Storage
 from openmirror_nb._core.streaming.query_record import QueryRecord
 from openmirror_nb._core.streaming.route import Router
@@ -74,19 +74,28 @@ class BatchSink:
             self._records[batch.query] = record
             try:
                 if self.request is not None:
-                    self._apply(df, self.request, batch, record)
+                    self._apply(df, self.request, batch, record, self.progress)
                 elif self.router is not None:
+                    # each table's push on a thread of its own runs its Spark jobs in a group of its own
+                    progress = always(self.progress) if self.router.parallel > 1 else self.progress
                     self.router.apply(
-                        df, batch, lambda part, request: self._apply(part, request, batch, record)
+                        df, batch, lambda part, request: self._apply(part, request, batch, record, progress)
                     )
             except OpenMirrorError as exc:
                 self.error = exc
                 raise
             self.error = None
 
-    def _apply(self, df: DataFrame, request: PushRequest, batch: StreamBatch, record: QueryRecord) -> None:
+    def _apply(
+        self,
+        df: DataFrame,
+        request: PushRequest,
+        batch: StreamBatch,
+        record: QueryRecord,
+        progress: ProgressCallback | None,
+    ) -> None:
         self.applied[str(request.table)] = apply_batch(
-            self.storage, df, request, batch, record, progress=self.progress
+            self.storage, df, request, batch, record, progress=progress
         )
 
 
