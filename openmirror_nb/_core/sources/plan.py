@@ -69,7 +69,7 @@ FIELDS = tuple(f.name for f in fields(PlannedTable))
 class SourcePlan:
     """What ``db.plan_sources`` found: every table of a source with its target, keys, strategy
     and problems. Edit it in its saved file (``save``, ``om.load_plan``) or replace its tables
-    with ``dataclasses.replace``; ``db.run_plan`` (to come) mirrors it.
+    with ``dataclasses.replace``; ``db.run_plan`` mirrors it.
 
     Attributes:
         source: The source planned (``Catalog``, ``Jdbc`` or ``DeltaFolder``).
