@@ -234,8 +234,10 @@ class MonitorPane(Panel):
             self._render_detail(self._report)
 
     def _on_filter(self) -> None:
-        if not self._rendering and self._report is not None:
-            with self._quiet():
+        # The pane never sets the filters itself, so this is always the user; the lock keeps a
+        # refresh on the auto-refresh thread from laying out the grid with the filters before.
+        with self._refresh_lock:
+            if self._report is not None:
                 self._render_grid(self._report)
 
     # -- rendering ------------------------------------------------------------------------------
