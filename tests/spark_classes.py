@@ -52,18 +52,20 @@ def main(archive: Path) -> None:
     if os.environ.get("OPENMIRROR_ARCHIVING") != "1":  # the parent: run the workload in a JVM that dumps
         import subprocess
 
-        partial = archive.with_name(archive.name + ".partial")
-        partial.unlink(missing_ok=True)
+        partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")  # two runs never share one
         env = {
             **os.environ,
             "OPENMIRROR_ARCHIVING": "1",
             "SPARK_SUBMIT_OPTS": f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:ArchiveClassesAtExit={partial}"
             " -Xlog:cds=off -Xlog:cds+dynamic=off",
         }
-        subprocess.run([sys.executable, "-m", "tests.spark_classes", str(archive)], env=env, check=True)
-        if not partial.is_file():
-            raise SystemExit(f"no class archive was written at {partial}")
-        partial.replace(archive)
+        try:
+            subprocess.run([sys.executable, "-m", "tests.spark_classes", str(archive)], env=env, check=True)
+            if not partial.is_file():
+                raise SystemExit(f"no class archive was written at {partial}")
+            partial.replace(archive)
+        finally:
+            partial.unlink(missing_ok=True)
         return
     from pyspark import SparkContext
 
