@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
+from openmirror_nb._core.errors import ConfigError
 from openmirror_nb._core.model import PushResult
 
 if TYPE_CHECKING:
@@ -158,6 +159,13 @@ def resolve(progress: Progress) -> ProgressCallback | None:
     if progress is not None:
         return progress
     return default_progress()
+
+
+def check_parallel(parallel: object) -> None:
+    """Refuse a ``parallel=`` (pushes run beside each other: ``run_plan``, a routed sink) that is
+    not a whole number of at least 1."""
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ConfigError(f"parallel={parallel!r} must be a whole number of tables at a time, at least 1.")
 
 
 def always(progress: ProgressCallback | None) -> ProgressCallback:

@@ -16,7 +16,7 @@ from openmirror_nb._core.model import (
     PushMode,
     TableOptions,
 )
-from openmirror_nb._core.progress import Progress
+from openmirror_nb._core.progress import Progress, check_parallel
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -94,10 +94,7 @@ class Streaming(DatabaseBase):
         from openmirror_nb._core.streaming.sink import BatchSink
 
         _check_target(mode=mode, table=table, route=route, keys=keys, columns=columns)
-        if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-            raise ConfigError(
-                f"parallel={parallel!r} must be a whole number of tables at a time, at least 1."
-            )
+        check_parallel(parallel)
         fields: dict[str, Any] = dict(
             mode=mode,
             op_column=op_column,

@@ -16,8 +16,8 @@ import time
 import uuid
 from dataclasses import replace
 
-from openmirror_nb._core.errors import ConfigError, PushCancelledError
-from openmirror_nb._core.progress import always
+from openmirror_nb._core.errors import PushCancelledError
+from openmirror_nb._core.progress import always, check_parallel
 from openmirror_nb._core.sources.plan import PlannedTable, SourcePlan
 from openmirror_nb._core.sources.run_result import PlanRun, PlanTableRun
 from openmirror_nb._core.sources.run_table import run_table
@@ -28,8 +28,7 @@ POLL_SECONDS = 0.2  # how often the waiting thread wakes, so an interrupt reache
 
 def run_plan(runner: Runner, plan: SourcePlan, *, parallel: int) -> PlanRun:
     """Run every table of ``plan`` (see ``Running.run_plan``)."""
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        raise ConfigError(f"parallel={parallel!r} must be a whole number of tables at a time, at least 1.")
+    check_parallel(parallel)
     started = time.monotonic()
     tag = f"openmirror-plan-{uuid.uuid4().hex[:12]}"
     runner = replace(runner, progress=always(runner.progress))
