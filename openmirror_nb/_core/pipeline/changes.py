@@ -7,6 +7,7 @@ whole push with the offending values named; nothing invalid is ever published.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ChangeFeedError, ConfigError, did_you_mean
@@ -31,6 +32,9 @@ DEFAULT_OP_COLUMN = {"rowmarker": ROW_MARKER, "sys_op": "sys_op", "cdf": "_chang
 # micro-batch of a stream, a daily feed of a few thousand rows).
 SMALL_FEED_BYTES = 8 * 2**20
 _NUMERIC = ("byte", "short", "integer", "long", "string", "decimal", "double", "float")
+# The frames to_change_rows ordered in one task (``in_one_task``), held weakly: a frame's
+# lifetime is its push's.
+_ONE_TASK: weakref.WeakSet[DataFrame] = weakref.WeakSet()
 
 
 def check_op_column(df: DataFrame, op_column: str, convention: Convention) -> None:
@@ -154,7 +158,17 @@ def to_change_rows(
     shaped = ordered.selectExpr(*data, f"{_MARKER} AS {ROW_MARKER}", *by, _ORDER)
     if compact:
         shaped = _net_changes(shaped, keys=keys, hidden=hidden)
-    return _by_key(shaped, keys).sortWithinPartitions(*hidden).drop(*hidden)
+    by_key, one_task = _by_key(shaped, keys)
+    rows = by_key.sortWithinPartitions(*hidden).drop(*hidden)
+    if one_task:
+        _ONE_TASK.add(rows)
+    return rows
+
+
+def in_one_task(rows: DataFrame) -> bool:
+    """Whether ``rows`` (from ``to_change_rows``) is a feed ordered in one task: its rows, as that
+    task yields them, are in publication order."""
+    return rows in _ONE_TASK
 
 
 def _checked_feed(
@@ -216,23 +230,24 @@ def _net_changes(shaped: DataFrame, *, keys: tuple[str, ...], hidden: list[str])
     )
 
 
-def _by_key(df: DataFrame, keys: tuple[str, ...]) -> DataFrame:
-    """``df`` with each key's rows in one partition. A feed estimated small (``SMALL_FEED_BYTES``)
-    is gathered into one partition without a shuffle (the order columns then put it back in input
-    order: ``monotonically_increasing_id`` is taken before the gathering). Otherwise hash-partitioned
-    on the keys: with adaptive execution the partition count is left to it, so a modest feed is
-    still one file, not one per partition of its source; a key stays in one partition, as
-    coalescing keeps hash partitions whole. Without it, as many partitions as the source has."""
+def _by_key(df: DataFrame, keys: tuple[str, ...]) -> tuple[DataFrame, bool]:
+    """``df`` with each key's rows in one partition, and whether that is one partition for all.
+    A feed estimated small (``SMALL_FEED_BYTES``) is gathered into one partition without a
+    shuffle (the order columns then put it back in input order: ``monotonically_increasing_id``
+    is taken before the gathering). Otherwise hash-partitioned on the keys: with adaptive
+    execution the partition count is left to it, so a modest feed is still one file, not one per
+    partition of its source; a key stays in one partition, as coalescing keeps hash partitions
+    whole. Without it, as many partitions as the source has."""
     from pyspark.sql import functions as F
 
     if estimated_bytes(df) <= SMALL_FEED_BYTES:
-        return df.coalesce(1)
+        return df.coalesce(1), True
     cols = [F.col(f"`{k}`") for k in keys]
     conf = df.sparkSession.conf
     adaptive = conf.get("spark.sql.adaptive.enabled", "true") == "true"
     if adaptive and conf.get("spark.sql.adaptive.coalescePartitions.enabled", "true") == "true":
-        return df.repartition(*cols)
-    return df.repartition(max(1, df.rdd.getNumPartitions()), *cols)
+        return df.repartition(*cols), False
+    return df.repartition(max(1, df.rdd.getNumPartitions()), *cols), False
 
 
 def estimated_bytes(df: DataFrame) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,13 @@ class StageContext:
     def fetch(self, path: str) -> str:
         """A Spark URI for a store folder, downloading it first if Spark cannot read the store."""
         return fetch_folder(self.storage, path, local_dir=self.local_dir)
+
+    def remove(self, path: str) -> None:
+        """Delete a folder this push wrote, where Spark wrote it."""
+        if self.local_dir is None:
+            self.storage.delete(path)
+        else:
+            shutil.rmtree(Path(self.local_dir) / path, ignore_errors=True)
 
     def upload(self, path: str) -> None:
         if self.local_dir is None:
@@ -129,6 +137,14 @@ def write_state(
     is the count (else 0).
     """
     ctx.step("writing the key state")
+    return store_state(ctx, state, keep=keep, buckets=buckets)
+
+
+def store_state(
+    ctx: StageContext, state: DataFrame, *, keep: Column | None = None, buckets: int | None = None
+) -> dict[str, int]:
+    """``write_state`` without telling the push's progress (a thread beside the data files'
+    job writes with it: ``pipeline.feed_state``)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -233,10 +249,17 @@ def _fragmented(names: list[str], *, rows: int, files: int, rows_per_file: int) 
 
 
 def write_data(
-    ctx: StageContext, df: DataFrame, *, split: bool, markers: Sequence[int] = ()
+    ctx: StageContext,
+    df: DataFrame,
+    *,
+    split: bool,
+    markers: Sequence[int] = (),
+    metrics: Sequence[Column] = (),
+    hidden: Sequence[str] = (),
 ) -> stage.StagedStats:
     """Write the data files; what they hold is counted by the same job (rows per marker of
-    ``markers``, NULL keys)."""
+    ``markers``, NULL keys, and ``metrics``, over columns that include ``hidden``, which are not
+    written)."""
     ctx.step("writing the data files")
     seen = stage.write_parts(
         df,
@@ -244,7 +267,8 @@ def write_data(
         options=ctx.options,
         compression=ctx.compression,
         rows_per_file=ctx.rows_per_file if split else NO_SPLIT,
-        metrics=stage.marker_metrics(ctx.keys, markers=markers) if markers else (),
+        metrics=[*(stage.marker_metrics(ctx.keys, markers=markers) if markers else ()), *metrics],
+        hidden=hidden,
     )
     return stage.stats_of(seen, markers=markers)
 

@@ -13,12 +13,12 @@ from openmirror_nb._core.errors import ChangeFeedError, preview
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
 from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline import checks, context, keystate, snapdiff, stage
+from openmirror_nb._core.pipeline import checks, context, feed_state, keystate, snapdiff, stage
 from openmirror_nb._core.pipeline.changes import INVALID_MARKER
 from openmirror_nb._core.pipeline.context import StageContext, Staged
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, Observation
 
 
 def stage_initial(ctx: StageContext, shaped: DataFrame) -> Staged:
@@ -146,33 +146,33 @@ def stage_changes(
     fed only by change pushes does not pile up deltas. An empty feed to a table that has a state
     writes no key state at all (``Staged.nothing``).
     """
-    stats = context.write_data(ctx, rows, split=False, markers=_FEED_MARKERS)
-    bad = stats.rows_by_marker.get(INVALID_MARKER, 0)
-    checks.check_stats(stats, keys=ctx.keys, table=ctx.table, invalid_values=invalid_values() if bad else ())
-    if not stats.rows and prior is not None:
-        return Staged(None, stats, new_base=False, state_rows=0)
-    uri = ctx.uri(f"{ctx.staging}/parts")
-    staged = stage.read_staged(ctx.spark, uri=uri, schema=rows.schema, options=ctx.options)
-    if stats.rows <= buckets_mod.ROWS_PER_BUCKET:  # grouped by key in one task: no shuffle
-        staged = staged.coalesce(1)
-    delta = keystate.delta_state(
-        staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited, count=unique_keys
-    )
-    repeated = None
-    if unique_keys:  # counted by the job that writes the key state
-        delta, repeated = keystate.count_repeated(delta)
+    compacting = prior is not None and keystate.compaction_due(prior)
+    # A small feed's delta is written beside its files (pipeline.feed_state): one job's time less.
+    ahead = None if compacting else feed_state.start(ctx, rows, count=unique_keys)
+    try:
+        stats = _write_feed(ctx, rows, ahead=ahead, invalid_values=invalid_values)
+        if not stats.rows and prior is not None:
+            return Staged(None, stats, new_base=False, state_rows=0)
+        ctx.step("writing the key state")
+        seen = None if ahead is None else ahead.result(stats.fingerprint)
+    finally:
+        if ahead is not None:
+            ahead.join()
+    repeated = None if ahead is None else ahead.repeated
     written: int | None = None
-    if prior is not None and keystate.compaction_due(prior):
-        n = context.bucket_target(ctx, prior, rows=stats.rows)
-        merged = context.effective(ctx, prior, latest=delta, place=n, schema=rows.schema) or delta
-        seen = context.write_state(ctx, merged, buckets=n)
-        written = seen["rows"]
-    else:
-        seen = context.write_state(ctx, delta)
+    if seen is None:
+        delta, repeated = _delta_from_files(ctx, rows, stats, unique_keys=unique_keys)
+        if compacting and prior is not None:
+            n = context.bucket_target(ctx, prior, rows=stats.rows)
+            merged = context.effective(ctx, prior, latest=delta, place=n, schema=rows.schema) or delta
+            seen = context.store_state(ctx, merged, buckets=n)
+            written = seen["rows"]
+        else:
+            seen = context.store_state(ctx, delta)
     if repeated is not None and repeated.get["repeated"]:
-        dupes = stage.duplicate_keys(
-            ctx.spark, uri=uri, schema=rows.schema, options=ctx.options, keys=ctx.keys
-        )
+        uri = ctx.uri(f"{ctx.staging}/parts")
+        schema, options = rows.schema, ctx.options
+        dupes = stage.duplicate_keys(ctx.spark, uri=uri, schema=schema, options=options, keys=ctx.keys)
         raise ChangeFeedError(
             f"Keys {preview([d[0] if len(d) == 1 else d for d in dupes])} occur more than once in this "
             f"sys_op batch of table {ctx.table!r}; a Prostore delta allows one change per key."
@@ -189,6 +189,37 @@ def stage_changes(
 
 
 _FEED_MARKERS = (*(int(m) for m in RowMarker), INVALID_MARKER)
+
+
+def _write_feed(
+    ctx: StageContext, rows: DataFrame, *, ahead: feed_state.StateAhead | None, invalid_values: Any
+) -> stage.StagedStats:
+    """The feed's data files, checked: with ``ahead``, the job also takes the rows' fingerprint."""
+    if ahead is None:
+        stats = context.write_data(ctx, rows, split=False, markers=_FEED_MARKERS)
+    else:
+        framed, metrics = ahead.data_frame()
+        stats = context.write_data(
+            ctx, framed, split=False, markers=_FEED_MARKERS, metrics=metrics, hidden=(feed_state.POSITION,)
+        )
+    bad = stats.rows_by_marker.get(INVALID_MARKER, 0)
+    checks.check_stats(stats, keys=ctx.keys, table=ctx.table, invalid_values=invalid_values() if bad else ())
+    return stats
+
+
+def _delta_from_files(
+    ctx: StageContext, rows: DataFrame, stats: stage.StagedStats, *, unique_keys: bool
+) -> tuple[DataFrame, Observation | None]:
+    """A change feed's key-state delta read back from its staged files (and, for ``unique_keys``,
+    the observation of keys changed more than once, counted by the job that writes it)."""
+    uri = ctx.uri(f"{ctx.staging}/parts")
+    staged = stage.read_staged(ctx.spark, uri=uri, schema=rows.schema, options=ctx.options)
+    if stats.rows <= buckets_mod.ROWS_PER_BUCKET:  # grouped by key in one task: no shuffle
+        staged = staged.coalesce(1)
+    delta = keystate.delta_state(
+        staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited, count=unique_keys
+    )
+    return keystate.count_repeated(delta) if unique_keys else (delta, None)
 
 
 def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: PushState | None) -> None:

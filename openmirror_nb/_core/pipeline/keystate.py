@@ -67,8 +67,8 @@ def _q(name: str) -> str:
     return quoted(name)
 
 
-def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]:
-    """The two 64-bit row hashes over the non-key data columns of ``df``.
+def row_hashes(df: DataFrame, *, keys: tuple[str, ...], skip: tuple[str, ...] = ()) -> tuple[Column, Column]:
+    """The two 64-bit row hashes over the non-key data columns of ``df`` (not those in ``skip``).
 
     Built as SQL text, two calls to the JVM instead of a few per column (a small push builds
     its whole plan in the time its data takes to write): the same expressions, the same values.
@@ -80,7 +80,7 @@ def row_hashes(df: DataFrame, *, keys: tuple[str, ...]) -> tuple[Column, Column]
     fields = [
         f
         for f in sorted(df.schema.fields, key=lambda f: f.name)
-        if f.name not in keys and f.name != ROW_MARKER
+        if f.name not in keys and f.name != ROW_MARKER and f.name not in skip
     ]
     for i, field in enumerate(fields):
         col, kind = _q(field.name), field.dataType.typeName()
@@ -102,7 +102,12 @@ _FLOATS = ("float", "double")
 
 
 def delta_state(
-    staged: DataFrame, *, keys: tuple[str, ...], has_row_index: bool = True, count: bool = False
+    staged: DataFrame,
+    *,
+    keys: tuple[str, ...],
+    has_row_index: bool = True,
+    count: bool = False,
+    position: str | None = None,
 ) -> DataFrame:
     """One row per key of a published change set: the key's state after its last change (with
     ``count``, also how many changes the key had, for ``count_repeated``).
@@ -110,20 +115,26 @@ def delta_state(
     Publication order is the staged part order (Spark task, then file counter) and the row
     position inside the part, which is exactly the order the mirror applies them in. Text files
     have no ``_metadata.row_index``; their reading order stands in (a staged text part is read as
-    one split, being far smaller than ``spark.sql.files.maxPartitionBytes``).
+    one split, being far smaller than ``spark.sql.files.maxPartitionBytes``). ``position``: a
+    column of ``staged`` (not hashed) that already holds each row's place in publication order,
+    for a frame that is not read from the files (``pipeline.feed_state``).
     """
     from pyspark.sql import functions as F
 
-    h1, h2 = row_hashes(staged, keys=keys)
-    name = F.col("_metadata.file_name")
-    position = F.col("_metadata.row_index") if has_row_index else F.monotonically_increasing_id()
-    # Materialised first: an aggregate may not take a non-deterministic argument.
-    staged = staged.withColumn(_ORDER, position)
-    order = F.struct(
-        F.regexp_extract(name, PART_NAME, 1).cast("long"),
-        F.regexp_extract(name, PART_NAME, 2).cast("long"),
-        F.col(_ORDER),
-    )
+    h1, h2 = row_hashes(staged, keys=keys, skip=(position,) if position else ())
+    order: Column
+    if position is not None:
+        order = F.col(position)
+    else:
+        name = F.col("_metadata.file_name")
+        place = F.col("_metadata.row_index") if has_row_index else F.monotonically_increasing_id()
+        # Materialised first: an aggregate may not take a non-deterministic argument.
+        staged = staged.withColumn(_ORDER, place)
+        order = F.struct(
+            F.regexp_extract(name, PART_NAME, 1).cast("long"),
+            F.regexp_extract(name, PART_NAME, 2).cast("long"),
+            F.col(_ORDER),
+        )
     last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), order)
     changes = [F.count(F.lit(1)).alias(_CHANGES)] if count else []
     grouped = staged.groupBy(*[F.col(_q(k)) for k in keys]).agg(last.alias("last"), *changes)

@@ -66,6 +66,7 @@ class StagedStats:
     rows_by_marker: dict[int | None, int]
     null_key_rows: int = 0
     empty_first: bool = False
+    fingerprint: int | None = None  # of the rows at their positions, when asked (pipeline.feed_state)
 
 
 # Confs ``session_conf`` holds set, per (session, key): [pushes inside, the user's value].
@@ -158,10 +159,12 @@ def write_parts(
     compression: Compression,
     rows_per_file: int,
     metrics: Sequence[Column] = (),
+    hidden: Sequence[str] = (),
 ) -> dict[str, int]:
     """Spark writes the DataFrame as complete files under ``uri`` (one job, no collect) and
     returns what that job counted: ``rows``, ``first_rows`` (rows of the first partition) and
-    each of ``metrics`` (aggregates over the written rows, by their alias)."""
+    each of ``metrics`` (aggregates over the written rows, by their alias). Columns in ``hidden``
+    are read by the metrics only: they are not written."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
@@ -172,7 +175,8 @@ def write_parts(
         rows_where(f"{_PLACE} = 0", "first_rows"),
         *metrics,
     ]
-    observed = df.withColumn(_PLACE, F.spark_partition_id()).observe(observation, *counted).drop(_PLACE)
+    placed = df.withColumn(_PLACE, F.spark_partition_id())
+    observed = placed.observe(observation, *counted).drop(_PLACE, *hidden)
     if options.is_delimited:
         _writer(observed, rows_per_file).options(**_text_options(options)).csv(uri)
     else:
@@ -222,7 +226,13 @@ def stats_of(seen: dict[str, int], *, markers: Sequence[int] = ()) -> StagedStat
     if not markers:
         by_marker = {None: seen["rows"]}
     empty_first = seen["rows"] > 0 and seen["first_rows"] == 0
-    return StagedStats(seen["rows"], by_marker, seen.get("null_keys", 0), empty_first=empty_first)
+    return StagedStats(
+        seen["rows"],
+        by_marker,
+        seen.get("null_keys", 0),
+        empty_first=empty_first,
+        fingerprint=seen.get("fingerprint"),
+    )
 
 
 def _writer(df: DataFrame, rows_per_file: int) -> DataFrameWriter:

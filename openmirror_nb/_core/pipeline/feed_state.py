@@ -1,0 +1,106 @@
+"""A small change feed's key state, written beside its data files instead of after them.
+
+A change feed's key-state delta is each key's last change in publication order. Read back from
+the staged files (``flows.stage_changes``) it is a second Spark job after the one that writes
+them, which is most of what a small push (a stream's micro-batch) costs beyond its data. A feed
+ordered in one task (``changes.in_one_task``) holds its publication order in the frame itself:
+its rows, as that task yields them. So the delta is derived from the frame by a job of its own,
+on a thread, while the data files are written; both jobs are in the push's job group.
+
+The two jobs evaluate the source twice, and a source need not give the same rows in the same
+order twice (a query over a table that changes meanwhile, the order of a shuffle). Both jobs
+therefore observe the same fingerprint: an XOR of a 64-bit hash of each row together with its
+position. Equal fingerprints mean both saw the same rows at the same positions, so the delta is
+the one of the files; otherwise it is thrown away and read from the staged files after all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openmirror_nb._core.pipeline import context, keystate, stage
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation
+
+    from openmirror_nb._core.pipeline.context import StageContext
+
+POSITION = "_om_position"
+
+
+def fingerprint(columns: list[str]) -> Column:
+    """The aggregate both jobs observe, as SQL text: rows hashed with their ``POSITION``."""
+    from pyspark.sql import functions as F
+
+    hashed = ", ".join(stage.quoted(c) for c in [POSITION, *columns])
+    return F.expr(f"bit_xor(xxhash64({hashed})) AS fingerprint")
+
+
+def positioned(rows: DataFrame) -> DataFrame:
+    """``rows`` with each row's place in its one task's order (0, 1, ...: the partition is the first)."""
+    from pyspark.sql import functions as F
+
+    return rows.withColumn(POSITION, F.monotonically_increasing_id())
+
+
+class StateAhead:
+    """The key-state delta of ``rows``, written into ``ctx.state_dir`` on a thread of its own.
+
+    ``count``: also observe keys changed more than once (``keystate.count_repeated``). ``result``
+    waits for it and says whether it may stand; ``join`` waits in any case (a push must not
+    remove its staging while the thread still writes there).
+    """
+
+    def __init__(self, ctx: StageContext, rows: DataFrame, *, count: bool) -> None:
+        from pyspark import InheritableThread  # copies the job group and tags of this thread
+
+        self.ctx, self.rows, self.count = ctx, rows, count
+        self.seen: dict[str, int] = {}
+        self.repeated: Observation | None = None
+        self.error: BaseException | None = None
+        self._thread = InheritableThread(target=self._write, name="openmirror-key-state")
+        self._thread.start()
+
+    def data_frame(self) -> tuple[DataFrame, list[Column]]:
+        """What the data files' job writes (with ``POSITION``, not written) and the metric it adds."""
+        return positioned(self.rows), [fingerprint(self.rows.columns)]
+
+    def _write(self) -> None:
+        from pyspark.sql import Observation
+
+        try:
+            observation = Observation()
+            framed = positioned(self.rows).observe(observation, fingerprint(self.rows.columns))
+            delta = keystate.delta_state(framed, keys=self.ctx.keys, count=self.count, position=POSITION)
+            if self.count:
+                delta, self.repeated = keystate.count_repeated(delta)
+            self.seen = context.store_state(self.ctx, delta)
+            self.seen["fingerprint"] = stage.observed_counts(observation)["fingerprint"]
+        except BaseException as exc:  # handed to the push's thread by ``result``
+            self.error = exc
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def result(self, data_fingerprint: int | None) -> dict[str, int] | None:
+        """The written state's counts (``context.write_state``'s), or ``None`` when the data
+        files' job saw other rows (its ``data_fingerprint``) or the thread failed: then nothing
+        of it stays, and the state is to be derived from the staged files."""
+        self.join()
+        if self.error is None and self.seen.get("fingerprint") == data_fingerprint:
+            return self.seen
+        self.ctx.remove(self.ctx.state_dir)
+        return None
+
+
+def start(ctx: StageContext, rows: DataFrame, *, count: bool) -> StateAhead | None:
+    """A ``StateAhead`` for a feed ordered in one task, or ``None`` (then the state is read back
+    from the staged files): a feed shuffled by key, or a Spark that cannot run the thread."""
+    from openmirror_nb._core.pipeline.changes import in_one_task
+
+    if not in_one_task(rows):
+        return None
+    try:
+        return StateAhead(ctx, rows, count=count)
+    except Exception:  # no thread on this Spark: the files' way still holds
+        return None
