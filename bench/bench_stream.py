@@ -96,7 +96,9 @@ def latency(spark: Any, work: Path, batches: int) -> dict[str, Any]:
     }
 
 
-def latency_run(spark: Any, work: Path, feed: Path, *, profiled: bool) -> tuple[list, list, list]:
+def latency_run(
+    spark: Any, work: Path, feed: Path, *, profiled: bool
+) -> tuple[list[float], list[float], list[dict[str, Any]]]:
     """One stream over ``feed`` into a table of its own: per batch, the plain write's seconds, the
     sink's, and (``profiled``) the push's profile."""
     name = "profiled" if profiled else "timed"
