@@ -160,3 +160,30 @@ def _wire(request) -> str:
     """The request's URL and rename source as sent, percent-encoding included."""
     http = request.http_request
     return f"{http.url} {http.headers.get('x-ms-rename-source', '')}"
+
+
+def test_a_small_feeds_early_state_is_dropped_where_spark_wrote_it(spark, dfs, fs, monkeypatch):
+    """A small feed's key state is written beside its files (pipeline.feed_state), here in the
+    local folder Spark works in. A feed that reads otherwise the second time (a value drawn anew
+    at each read) has it thrown away there, and the state uploaded is the published rows'."""
+    import uuid
+
+    from pyspark.sql import functions as F
+
+    from openmirror_nb._core.pipeline import changes, feed_state
+
+    monkeypatch.setattr(changes, "SMALL_FEED_BYTES", 8 * 2**20)
+    kept = []
+    result = feed_state.StateAhead.result
+    monkeypatch.setattr(feed_state.StateAhead, "result", lambda a, f: kept.append(result(a, f)) or kept[-1])
+    db = MirroredDatabase(
+        target=OneLakeTarget("ws", "mirror"), storage=make_storage(dfs, fs), lock_timeout=30
+    )
+    db.push(spark.range(5).selectExpr("id", "'a' AS v"), table="sales.orders", keys=["id"])
+    draw = F.udf(lambda: uuid.uuid4().hex, "string").asNondeterministic()
+    feed = spark.range(0, 5, 1, 2).select("id", draw().alias("v"), F.lit(4).alias("op"))
+    assert db.push(feed, table="sales.orders", mode="changes", op_column="op").sequence_numbers == (2,)
+    assert kept == [None]
+    published = _table(dfs, fs, f"{2:020d}.parquet").to_pylist()
+    snap = spark.createDataFrame([(r["id"], r["v"]) for r in published], "id long, v string")
+    assert db.push(snap, table="sales.orders").rows == {}

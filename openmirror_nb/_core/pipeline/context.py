@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,13 +58,6 @@ class StageContext:
     def fetch(self, path: str) -> str:
         """A Spark URI for a store folder, downloading it first if Spark cannot read the store."""
         return fetch_folder(self.storage, path, local_dir=self.local_dir)
-
-    def remove(self, path: str) -> None:
-        """Delete a folder this push wrote, where Spark wrote it."""
-        if self.local_dir is None:
-            self.storage.delete(path)
-        else:
-            shutil.rmtree(Path(self.local_dir) / path, ignore_errors=True)
 
     def upload(self, path: str) -> None:
         if self.local_dir is None:
@@ -127,24 +119,23 @@ def one_task(prior: PushState, *, buckets: int) -> bool:
 
 
 def write_state(
-    ctx: StageContext, state: DataFrame, *, keep: Column | None = None, buckets: int | None = None
+    ctx: StageContext,
+    state: DataFrame,
+    *,
+    keep: Column | None = None,
+    buckets: int | None = None,
+    announce: bool = True,
 ) -> dict[str, int]:
     """Write the key state (only the rows ``keep`` selects) and count, in the same job, what the
     checks and the result need: rows, NULL-key rows, duplicate-key rows, and keys per change.
 
     ``buckets``: ``state`` is expected in that bucket layout. Rows outside their bucket are
     counted as they are written; with none, the files are named as buckets and ``seen["buckets"]``
-    is the count (else 0).
+    is the count (else 0). ``announce``: tell the push's progress that this step begins (not
+    from a thread that writes beside another step: ``pipeline.feed_state``).
     """
-    ctx.step("writing the key state")
-    return store_state(ctx, state, keep=keep, buckets=buckets)
-
-
-def store_state(
-    ctx: StageContext, state: DataFrame, *, keep: Column | None = None, buckets: int | None = None
-) -> dict[str, int]:
-    """``write_state`` without telling the push's progress (a thread beside the data files'
-    job writes with it: ``pipeline.feed_state``)."""
+    if announce:
+        ctx.step("writing the key state")
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 

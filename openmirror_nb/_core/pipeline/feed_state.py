@@ -16,6 +16,8 @@ the one of the files; otherwise it is thrown away and read from the staged files
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.pipeline import context, keystate, stage
@@ -74,9 +76,9 @@ class StateAhead:
             delta = keystate.delta_state(framed, keys=self.ctx.keys, count=self.count, position=POSITION)
             if self.count:
                 delta, self.repeated = keystate.count_repeated(delta)
-            self.seen = context.store_state(self.ctx, delta)
+            self.seen = context.write_state(self.ctx, delta, announce=False)
             self.seen["fingerprint"] = stage.observed_counts(observation)["fingerprint"]
-        except BaseException as exc:  # handed to the push's thread by ``result``
+        except BaseException as exc:  # then ``result`` has the state read from the files
             self.error = exc
 
     def join(self) -> None:
@@ -89,7 +91,11 @@ class StateAhead:
         self.join()
         if self.error is None and self.seen.get("fingerprint") == data_fingerprint:
             return self.seen
-        self.ctx.remove(self.ctx.state_dir)
+        ctx = self.ctx
+        if ctx.local_dir is None:  # where Spark wrote it (a local folder when it cannot write the store)
+            ctx.storage.delete(ctx.state_dir)
+        else:
+            shutil.rmtree(Path(ctx.local_dir) / ctx.state_dir, ignore_errors=True)
         return None
 
 

@@ -165,10 +165,10 @@ def stage_changes(
         if compacting and prior is not None:
             n = context.bucket_target(ctx, prior, rows=stats.rows)
             merged = context.effective(ctx, prior, latest=delta, place=n, schema=rows.schema) or delta
-            seen = context.store_state(ctx, merged, buckets=n)
+            seen = context.write_state(ctx, merged, buckets=n, announce=False)
             written = seen["rows"]
         else:
-            seen = context.store_state(ctx, delta)
+            seen = context.write_state(ctx, delta, announce=False)
     if repeated is not None and repeated.get["repeated"]:
         uri = ctx.uri(f"{ctx.staging}/parts")
         schema, options = rows.schema, ctx.options
