@@ -172,3 +172,19 @@ def test_bad_arguments(spark, db, kwargs, match):
 def test_case_insensitive_duplicate_columns(spark, db):
     df = spark.sql("select 1L as id, 2 as Amount, 3 as amount")
     _rejected(db, InvalidNameError, "differ only by case", lambda: db.push(df, table="t", keys=["id"]))
+
+
+@pytest.mark.parametrize("name", ["_om_partition", "_OM_Position", "_openmirror_order"])
+@pytest.mark.parametrize("mode", ["snapshot", "changes"])
+def test_columns_named_as_the_ones_a_push_adds(spark, db, name, mode):
+    """Spark resolves names regardless of case: a user's column named as one a push adds while
+    it writes would be replaced or dropped with it (a snapshot lost its ``_om_partition``)."""
+    df = spark.range(2).selectExpr("id", f"'x' AS `{name}`", "4 AS op")
+    kwargs = {"mode": "changes", "op_column": "op"} if mode == "changes" else {}
+    msg = _rejected(
+        db,
+        InvalidNameError,
+        "keeps for the columns it adds",
+        lambda: db.push(df, table="t", keys=["id"], **kwargs),
+    )
+    assert repr(name) in msg and "withColumnRenamed" in msg

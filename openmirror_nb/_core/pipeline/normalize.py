@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import DataType
 
+# The columns a push adds to a frame while it writes (and drops before the files) are named so.
+INTERNAL_PREFIXES = ("_om_", "_openmirror_")
 # Field metadata key that keeps a column's declared delimited-text type after base64 encoding.
 TEXT_TYPE = "openmirror.textType"
 _JSON_TYPES = ("struct", "array", "map", "variant")
@@ -53,6 +55,14 @@ def column_name_problems(names: list[str], *, reserved_ok: frozenset[str] = froz
             )
         elif not name.strip():
             problems.append(f"Column name {name!r} is empty; give every column a name.")
+        elif name.lower().startswith(INTERNAL_PREFIXES) and name not in reserved_ok:
+            # Spark resolves names regardless of case: such a column would be replaced by, or
+            # dropped with, one of the columns a push adds while it writes (and lost silently).
+            problems.append(
+                f"Column {name!r} starts with {name[: name.index('_', 1) + 1]!r}, which openmirror_nb keeps "
+                f"for the columns it adds while it writes; rename it, e.g. "
+                f"df.withColumnRenamed({name!r}, {name.lstrip('_')!r})."
+            )
         elif name.lower() in seen:
             problems.append(
                 f"Columns {seen[name.lower()]!r} and {name!r} differ only by case; the mirrored Delta "

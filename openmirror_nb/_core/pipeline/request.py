@@ -169,7 +169,7 @@ def shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: T
         # columns, the op letter and ordering fields that are not published.
         df, hidden = debezium.read_feed(df, op_column=request.op_column, order_by=request.order_by).rows(keys)
         op, order_by = debezium.OP, hidden
-    check_columns(df, reserved_ok=frozenset({op}))
+    check_columns(df, reserved_ok=frozenset({op, *hidden}))
     check_keys(df, keys)
     shaped = normalize(df, options=options, keep=frozenset({op, *hidden}))
     return to_change_rows(
