@@ -53,6 +53,10 @@ CASES = [
     *[(kind, step) for kind in w.KINDS for step in STEPS],
     *[(kind, "in_first_spark_job") for kind in w.KINDS],
     ("diff", "in_parts_job"),
+    # A feed in one task has its key state written by a job beside its files' job: killed while
+    # both run, and once both are staged (it publishes one file, so no kill between renames).
+    ("changes_in_one_task", "in_first_spark_job"),
+    ("changes_in_one_task", "after_staging"),
 ]
 # One trial per point keeps CI inside its budget; soak runs raise it (RELIABILITY_TRIALS=5).
 TRIALS = int(os.environ.get("RELIABILITY_TRIALS", "1"))
@@ -64,6 +68,7 @@ SPARK4 = {
     ("changes", "in_first_spark_job"),
     ("diff", "before_state_commit"),
     ("diff", "in_parts_job"),
+    ("changes_in_one_task", "in_first_spark_job"),
 }
 
 

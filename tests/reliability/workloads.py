@@ -2,7 +2,9 @@
 
 Entry points for subprocesses (``python -m tests.reliability.workloads ...`` from the repo root):
 
-- ``push KIND DB``: one push of a crash-matrix kind (``initial``, ``changes`` or ``diff``).
+- ``push KIND DB``: one push of a crash-matrix kind (``initial``, ``changes``, ``diff``, or
+  ``changes_in_one_task``: a feed small enough to be ordered in one task, whose key state is
+  written beside its files, ``pipeline.feed_state``).
   ``OPENMIRROR_CRASH_AT`` (set by the parent) makes it SIGKILL itself at a publish step;
   ``RELIABILITY_GATE`` (a glob below the landing zone; empty: at once) makes its Spark tasks block
   as soon as the glob matches, after touching ``RELIABILITY_GATE_MARK``, so the parent can kill it
@@ -114,8 +116,17 @@ def setup_push(db: Any, spark: Any) -> Any:
 def crash_push(db: Any, spark: Any, kind: str, *, gate: tuple[str, str] | None = None) -> Any:
     """The push a crash trial kills (and the user re-runs when nothing was journaled).
 
-    Each publishes at least two files, so a kill can fall between two renames.
+    Each publishes at least two files, so a kill can fall between two renames; but a feed in one
+    task, which is one file (and read from Parquet files, so Spark knows it is small).
     """
+    if kind == "changes_in_one_task":
+        feed = Path(db.target.root).parent / "feed-in-one-task"
+        if not feed.exists():  # the same files for the killed push and the user's re-run
+            frame(spark, CHANGES, CHANGE_SCHEMA, 1).write.parquet(str(feed))
+        frame_ = spark.read.parquet(str(feed))
+        if gate is not None:
+            frame_ = _gated(frame_, str(db.target.landing_zone), *gate)
+        return db.push(frame_, table=TABLE, mode="changes", op_column="op")
     if kind == "initial":
         df, schema, parts = BASE, SCHEMA, 2
     elif kind == "changes":
