@@ -29,7 +29,7 @@ class Outcomes:
 
     def __init__(self, monkeypatch, *, early=True):
         self.seen: list[bool] = []
-        result, start = feed_state.StateAhead.result, feed_state.start
+        result = feed_state.StateAhead.result
 
         def spy(ahead, fingerprint):
             out = result(ahead, fingerprint)
@@ -39,8 +39,6 @@ class Outcomes:
         monkeypatch.setattr(feed_state.StateAhead, "result", spy)
         if not early:
             monkeypatch.setattr(feed_state, "start", lambda *a, **k: None)
-        else:
-            monkeypatch.setattr(feed_state, "start", start)
 
 
 def last_delta(lz, table="t"):

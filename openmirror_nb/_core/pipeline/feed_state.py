@@ -57,6 +57,7 @@ class StateAhead:
         from pyspark import InheritableThread  # copies the job group and tags of this thread
 
         self.ctx, self.rows, self.count = ctx, rows, count
+        self.columns = rows.columns  # one schema call for both jobs' fingerprints
         self.seen: dict[str, int] = {}
         self.repeated: Observation | None = None
         self.error: BaseException | None = None
@@ -65,14 +66,14 @@ class StateAhead:
 
     def data_frame(self) -> tuple[DataFrame, list[Column]]:
         """What the data files' job writes (with ``POSITION``, not written) and the metric it adds."""
-        return positioned(self.rows), [fingerprint(self.rows.columns)]
+        return positioned(self.rows), [fingerprint(self.columns)]
 
     def _write(self) -> None:
         from pyspark.sql import Observation
 
         try:
             observation = Observation()
-            framed = positioned(self.rows).observe(observation, fingerprint(self.rows.columns))
+            framed = positioned(self.rows).observe(observation, fingerprint(self.columns))
             delta = keystate.delta_state(framed, keys=self.ctx.keys, count=self.count, position=POSITION)
             if self.count:
                 delta, self.repeated = keystate.count_repeated(delta)
