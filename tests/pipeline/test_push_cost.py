@@ -72,7 +72,8 @@ def test_every_event_carries_the_pushs_own_job_count(spark, db):
 def test_a_small_push_runs_only_the_jobs_that_write(spark, db, monkeypatch):
     """Counted by the job that writes: no step of its own counts rows, checks markers or reads
     a schema back. A change feed writes its files (a shuffle keeps each key in one file, in
-    order) and its key-state delta; a diff writes its key-state delta and then its changed rows.
+    order), which a small feed keeps as its key-state delta; a diff writes its key-state delta and
+    then its changed rows.
     (A small table, as it is outside the suite: its key state in one bucket; the suite's
     tables have several, for the parallel paths.)"""
     monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 250_000)
@@ -84,9 +85,9 @@ def test_a_small_push_runs_only_the_jobs_that_write(spark, db, monkeypatch):
     by_step = steps.jobs_by_step()
     assert set(by_step) == {"writing the data files", "writing the key state"}, by_step
     # the files: a feed Spark knows is small is ordered in the task that writes it (no shuffle);
-    # the key state: grouped in the one task that writes it, a job that starts beside the files'
-    assert by_step == {"writing the data files": 2, "writing the key state": 0}, by_step
-    assert steps.before_staging == 0 and steps.total == 2
+    # the key state: a copy of those files (pipeline.feed_state), no job at all
+    assert by_step == {"writing the data files": 1, "writing the key state": 0}, by_step
+    assert steps.before_staging == 0 and steps.total == 1
     # a feed of unknown size (built from Python rows) is shuffled by key: one job more
     rows = spark.createDataFrame([(1, "y", 4)], "id long, v string, op int")
     steps = Steps()

@@ -53,8 +53,8 @@ CASES = [
     *[(kind, step) for kind in w.KINDS for step in STEPS],
     *[(kind, "in_first_spark_job") for kind in w.KINDS],
     ("diff", "in_parts_job"),
-    # A feed in one task has its key state written by a job beside its files' job: killed while
-    # both run, and once both are staged (it publishes one file, so no kill between renames).
+    # A feed in one task keeps a copy of its files as its key-state delta: killed while its one
+    # job runs, and once files and copy are staged (it publishes one file: no kill between renames).
     ("changes_in_one_task", "in_first_spark_job"),
     ("changes_in_one_task", "after_staging"),
 ]

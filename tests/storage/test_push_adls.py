@@ -162,10 +162,12 @@ def _wire(request) -> str:
     return f"{http.url} {http.headers.get('x-ms-rename-source', '')}"
 
 
-def test_a_small_feeds_early_state_is_dropped_where_spark_wrote_it(spark, dfs, fs, monkeypatch):
-    """A small feed's key state is written beside its files (pipeline.feed_state), here in the
-    local folder Spark works in. A feed that reads otherwise the second time (a value drawn anew
-    at each read) has it thrown away there, and the state uploaded is the published rows'."""
+def test_a_small_feeds_key_state_goes_up_from_where_spark_wrote_it(spark, dfs, fs, monkeypatch):
+    """A small feed's key state is a copy of its files (pipeline.feed_state), made in the local
+    folder Spark works in and uploaded with them: the same bytes as the published file, and the
+    state of the rows published. A sys_op feed's state is written beside its files instead; one
+    that reads otherwise the second time (a value drawn anew at each read) has it thrown away
+    there, and the state uploaded is the published rows' too."""
     import uuid
 
     from pyspark.sql import functions as F
@@ -183,7 +185,22 @@ def test_a_small_feeds_early_state_is_dropped_where_spark_wrote_it(spark, dfs, f
     draw = F.udf(lambda: uuid.uuid4().hex, "string").asNondeterministic()
     feed = spark.range(0, 5, 1, 2).select("id", draw().alias("v"), F.lit(4).alias("op"))
     assert db.push(feed, table="sales.orders", mode="changes", op_column="op").sequence_numbers == (2,)
-    assert kept == [None]
+    assert kept == []  # no second job
+    state = json.loads(dfs.file(fs, f"{FOLDER}/_openmirror/state.json"))
+    [(folder, _)] = state["feed_deltas"]
+    root = FOLDER.removesuffix("sales.schema/orders")
+    with dfs.store.lock:
+        [copy] = [p for p in dfs.store.fs[fs] if p.startswith(f"{root}{folder}/part-")]
+    assert dfs.file(fs, copy) == dfs.file(fs, f"{FOLDER}/{2:020d}.parquet")
     published = _table(dfs, fs, f"{2:020d}.parquet").to_pylist()
+    snap = spark.createDataFrame([(r["id"], r["v"]) for r in published], "id long, v string")
+    assert db.push(snap, table="sales.orders").rows == {}
+
+    prostore = spark.range(0, 5, 1, 2).select("id", draw().alias("v"), F.lit(0).alias("sys_op"))
+    assert db.push(prostore, table="sales.orders", mode="changes", convention="sys_op").sequence_numbers == (
+        3,
+    )
+    assert kept == [None]
+    published = _table(dfs, fs, f"{3:020d}.parquet").to_pylist()
     snap = spark.createDataFrame([(r["id"], r["v"]) for r in published], "id long, v string")
     assert db.push(snap, table="sales.orders").rows == {}

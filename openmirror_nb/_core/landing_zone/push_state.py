@@ -13,7 +13,8 @@ from typing import Any
 
 from openmirror_nb._core.errors import LandingZoneError
 
-STATE_VERSION = 1
+# 2: deltas may be a change feed's own files (``feed_deltas``), which version 1 cannot read
+STATE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class PushState:
         pushes: How many pushes were committed.
         base: Key-state folder of the last snapshot push (keys + row hashes), if any.
         deltas: Key-state folders of the pushes since ``base``, oldest first.
+        feed_deltas: The ``deltas`` that hold a change feed's own data files rather than state
+            rows, each with those files' Spark schema JSON (see ``pipeline.feed_state``).
         base_rows: Rows in ``base`` (0 without one); ``None`` in states older than the count.
         delta_rows: Rows in ``deltas`` (keys touched, at most); ``None`` as for ``base_rows``.
         buckets: The hash-bucket count ``base`` is laid out in (see ``pipeline.buckets``);
@@ -73,6 +76,7 @@ class PushState:
     pushes: int = 0
     base: str | None = None
     deltas: tuple[str, ...] = ()
+    feed_deltas: tuple[tuple[str, str], ...] = ()
     base_rows: int | None = 0
     delta_rows: int | None = 0
     buckets: int | None = None
@@ -120,6 +124,7 @@ class PushState:
         doc: dict[str, Any] = {"version": STATE_VERSION, **asdict(self)}
         doc["key_columns"] = list(self.key_columns)
         doc["deltas"] = list(self.deltas)
+        doc["feed_deltas"] = [list(pair) for pair in self.feed_deltas]
         return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
 
     @classmethod
@@ -135,6 +140,11 @@ class PushState:
 
     @classmethod
     def _from_doc(cls, doc: Any) -> PushState:
+        if int(doc.get("version", 1)) > STATE_VERSION:
+            raise LandingZoneError(
+                f"The table's push state _openmirror/state.json is version {doc['version']}, written by "
+                f"a newer openmirror_nb than this one (it reads up to {STATE_VERSION}); upgrade it."
+            )
         return cls(
             key_columns=tuple(doc["key_columns"]),
             schema=doc["schema"],
@@ -142,6 +152,7 @@ class PushState:
             pushes=int(doc.get("pushes", 0)),
             base=doc.get("base"),
             deltas=tuple(doc.get("deltas", ())),
+            feed_deltas=tuple((str(folder), str(schema)) for folder, schema in doc.get("feed_deltas", ())),
             base_rows=_count(doc.get("base_rows")),
             delta_rows=_count(doc.get("delta_rows")),
             buckets=_count(doc.get("buckets")),
@@ -173,10 +184,12 @@ def next_state(
     seconds: float | None = None,
     stream: StreamBatch | None = None,
     watermark: tuple[str, str] | None = None,
+    feed_schema: str | None = None,
 ) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
-    ``prior``; with no ``folder`` (the push published nothing) the key state stays as it was.
+    ``prior`` (``feed_schema``: one that holds the change feed's own files, of that schema); with
+    no ``folder`` (the push published nothing) the key state stays as it was.
     ``source``: the (Delta table, version) the push brings the table to; ``seconds``: how long
     the push took to decide (kept for the initial load, what a reseed costs again); ``stream``:
     the streamed micro-batch this push applies; ``watermark``: the (column, value) a source plan's
@@ -188,15 +201,17 @@ def next_state(
     deltas: tuple[str, ...]
     base_rows: int | None
     delta_rows: int | None
+    feeds = before.feed_deltas
     if folder is None:
         base, deltas, base_rows, delta_rows = before.base, before.deltas, before.base_rows, before.delta_rows
         buckets = before.buckets
     elif new_base:
-        base, deltas, base_rows, delta_rows = folder, (), rows, 0
+        base, deltas, base_rows, delta_rows, feeds = folder, (), rows, 0, ()
     else:
         base, deltas, base_rows = before.base, (*before.deltas, folder), before.base_rows
         delta_rows = None if before.delta_rows is None else before.delta_rows + rows
         buckets = before.buckets
+        feeds = (*feeds, (folder, feed_schema)) if feed_schema else feeds
     return PushState(
         key_columns=key_columns,
         schema=schema,
@@ -204,6 +219,7 @@ def next_state(
         pushes=before.pushes + 1,
         base=base,
         deltas=deltas,
+        feed_deltas=feeds,
         base_rows=base_rows,
         delta_rows=delta_rows,
         buckets=buckets,

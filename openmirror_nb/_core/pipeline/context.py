@@ -86,7 +86,8 @@ class Staged:
 
     ``new_base`` says whether the key state written is a whole new base (initial load, or a diff
     that compacted) or a delta on top of the current state; ``state_rows`` is how many rows it has;
-    ``buckets`` is its bucket layout, if it has one (see ``pipeline.buckets``).
+    ``buckets`` is its bucket layout, if it has one (see ``pipeline.buckets``); ``feed_schema``,
+    the schema JSON of the data files when the key state is a copy of them (``pipeline.feed_state``).
     """
 
     folder: str | None
@@ -94,6 +95,7 @@ class Staged:
     new_base: bool
     state_rows: int
     buckets: int | None = None
+    feed_schema: str | None = None
 
     @property
     def nothing(self) -> bool:
@@ -275,15 +277,17 @@ def effective(
     """The table's current key state, with ``latest`` applied, merged into ``place`` buckets
     (see ``keystate.read_effective``); ``schema``: the pushed frame's, which has the key columns."""
     small = latest is None and prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
+    deltas, feeds = keystate.deltas_of(prior, ctx.fetch)
     return keystate.read_effective(
         ctx.spark,
         base=ctx.fetch(prior.base) if prior.base else None,
-        deltas=[ctx.fetch(d) for d in prior.deltas],
+        deltas=deltas,
         keys=ctx.keys,
         small_deltas=small,
         latest=latest,
         place=place,
         schema=keystate.state_schema(schema, ctx.keys),
+        feeds=feeds,
     )
 
 
@@ -292,10 +296,12 @@ def stored(
 ) -> tuple[DataFrame | None, DataFrame | None]:
     """The table's stored key state for a diff (see ``snapdiff.stored``); ``schema``: the
     pushed frame's, which has the key columns."""
+    deltas, feeds = keystate.deltas_of(prior, ctx.fetch)
     return snapdiff.stored(
         ctx.spark,
         base=ctx.fetch(prior.base) if prior.base else None,
-        deltas=[ctx.fetch(d) for d in prior.deltas],
+        deltas=deltas,
+        feeds=feeds,
         keys=ctx.keys,
         small_deltas=prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS,
         buckets=prior.buckets,

@@ -79,6 +79,7 @@ def decide(
         seconds=seconds,
         stream=stream,
         watermark=request.watermark,
+        feed_schema=staged.feed_schema,
     )
     definition = checks.schema_definition(data_schema, ctx.keys) if ctx.options.is_delimited else ()
     metadata = (

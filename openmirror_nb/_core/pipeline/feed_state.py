@@ -1,17 +1,23 @@
-"""A small change feed's key state, written beside its data files instead of after them.
+"""A small change feed's key state: its own data files, or written beside them.
 
 A change feed's key-state delta is each key's last change in publication order. Read back from
 the staged files (``flows.stage_changes``) it is a second Spark job after the one that writes
 them, which is most of what a small push (a stream's micro-batch) costs beyond its data. A feed
-ordered in one task (``changes.in_one_task``) holds its publication order in the frame itself:
-its rows, as that task yields them. So the delta is derived from the frame by a job of its own,
-on a thread, while the data files are written; both jobs are in the push's job group.
+ordered in one task (``changes.in_one_task``) avoids that job in one of two ways:
 
-The two jobs evaluate the source twice, and a source need not give the same rows in the same
-order twice (a query over a table that changes meanwhile, the order of a shuffle). Both jobs
-therefore observe the same fingerprint: an XOR of a 64-bit hash of each row together with its
-position. Equal fingerprints mean both saw the same rows at the same positions, so the delta is
-the one of the files; otherwise it is thrown away and read from the staged files after all.
+- **Its files are its delta** (``files_hold_state``): a copy of the data files, as published,
+  is kept as the delta folder, and ``PushState.feed_deltas`` records their schema; whoever reads
+  the state derives each key's last change from them (``keystate.read_delta``). One job, and the
+  state is the published bytes' by construction. Parquet tables, and feeds that may repeat a key.
+- **Its delta is written beside its files** (``StateAhead``), where the push must also count keys
+  changed more than once (a ``sys_op`` feed refuses them) or the table is delimited text: the
+  delta is derived from the frame by a job of its own, on a thread, while the data files are
+  written; both jobs are in the push's job group. The two jobs evaluate the source twice, and a
+  source need not give the same rows in the same order twice (a query over a table that changes
+  meanwhile, the order of a shuffle). Both jobs therefore observe the same fingerprint: an XOR
+  of a 64-bit hash of each row together with its position. Equal fingerprints mean both saw the
+  same rows at the same positions, so the delta is the one of the files; otherwise it is thrown
+  away and read from the staged files after all.
 """
 
 from __future__ import annotations
@@ -98,6 +104,32 @@ class StateAhead:
         else:
             shutil.rmtree(Path(ctx.local_dir) / ctx.state_dir, ignore_errors=True)
         return None
+
+
+def files_hold_state(ctx: StageContext, rows: DataFrame, *, unique_keys: bool) -> bool:
+    """Whether ``rows``' data files are to be their own key-state delta (``keep_files``): a
+    Parquet feed ordered in one task, with no need to count keys changed more than once."""
+    from openmirror_nb._core.pipeline.changes import in_one_task
+
+    return not unique_keys and not ctx.options.is_delimited and in_one_task(rows)
+
+
+def keep_files(ctx: StageContext) -> None:
+    """Copy the staged data files into ``ctx.state_dir``, names and bytes unchanged (their part
+    names give the publication order ``keystate.delta_state`` reads). Off Fabric's Spark they are
+    in the local staging folder, which ``context.finish`` uploads."""
+    source = f"{ctx.staging}/parts"
+    if ctx.local_dir is not None:
+        root = Path(ctx.local_dir)
+        (root / ctx.state_dir).mkdir(parents=True, exist_ok=True)
+        for part in (root / source).glob("part-*"):
+            shutil.copyfile(part, root / ctx.state_dir / part.name)
+        return
+    for entry in ctx.storage.list_dir(source):
+        if not entry.is_dir and entry.name.startswith("part-"):
+            ctx.storage.write_bytes(
+                f"{ctx.state_dir}/{entry.name}", ctx.storage.read_bytes(f"{source}/{entry.name}")
+            )
 
 
 def start(ctx: StageContext, rows: DataFrame, *, count: bool) -> StateAhead | None:

@@ -6,6 +6,7 @@ publishes anything (see ``pipeline.context`` for what they share).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -141,13 +142,17 @@ def stage_changes(
     """A change feed: files hold whole keys in order; the key state records each key's last change.
 
     ``invalid_values`` is called only when operation values outside the convention were found,
-    to name a few of them in the error. The key state written is this push's delta or, once the
-    deltas have grown past ``keystate.compaction_due``, the whole state as a new base, so a table
-    fed only by change pushes does not pile up deltas. An empty feed to a table that has a state
-    writes no key state at all (``Staged.nothing``).
+    to name a few of them in the error. The key state written is this push's delta (a small
+    feed's: a copy of its files, see ``pipeline.feed_state``) or, once the deltas have grown past
+    ``keystate.compaction_due``, the whole state as a new base, so a table fed only by change
+    pushes does not pile up deltas. An empty feed to a table that has a state writes no key state
+    at all (``Staged.nothing``).
     """
     compacting = prior is not None and keystate.compaction_due(prior)
-    # A small feed's delta is written beside its files (pipeline.feed_state): one job's time less.
+    # A small feed's files are its delta, or its delta is written beside them (pipeline.feed_state):
+    # one job, or two at once, instead of two in turn.
+    if not compacting and feed_state.files_hold_state(ctx, rows, unique_keys=unique_keys):
+        return _files_as_state(ctx, rows, invalid_values=invalid_values, prior=prior)
     ahead = None if compacting else feed_state.start(ctx, rows, count=unique_keys)
     try:
         stats = _write_feed(ctx, rows, ahead=ahead, invalid_values=invalid_values)
@@ -189,6 +194,22 @@ def stage_changes(
 
 
 _FEED_MARKERS = (*(int(m) for m in RowMarker), INVALID_MARKER)
+
+
+def _files_as_state(
+    ctx: StageContext, rows: DataFrame, *, invalid_values: Any, prior: PushState | None
+) -> Staged:
+    """A small feed's data files, written by one job, and a copy of them as its key-state delta."""
+    stats = _write_feed(ctx, rows, ahead=None, invalid_values=invalid_values)
+    if not stats.rows and prior is not None:
+        return Staged(None, stats, new_base=False, state_rows=0)
+    ctx.step("writing the key state")
+    feed_state.keep_files(ctx)
+    # one task wrote one file, as it is to be published: nothing to merge
+    staged = context.finish(
+        ctx, rows.schema, split=False, new_base=False, state_rows=None, stats=stats, merge=False
+    )
+    return dataclasses.replace(staged, feed_schema=rows.schema.json())
 
 
 def _write_feed(

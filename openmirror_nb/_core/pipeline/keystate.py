@@ -13,7 +13,9 @@ precision or scale change is a type change, refused earlier). Floating point ``-
 State files live in the table's own folder, under ``_openmirror/keystate/<incarnation>.<push id>/``
 (``TableFolder.keystate``), so deleting the table folder deletes them too: one *base* (a full
 snapshot) and *deltas*, one per later push holding only the keys it touched,
-each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``. ``_om_rows`` is
+each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``; a small change
+feed's delta is instead a copy of its own data files, whose state rows are derived as it is read
+(``read_delta``, ``pipeline.feed_state``). ``_om_rows`` is
 how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot diff published for
 the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff
 cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next push
@@ -24,11 +26,13 @@ being small, need no layout. A snapshot diff is in ``pipeline.snapdiff``.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.model import ROW_MARKER, RowMarker
+from openmirror_nb._core.model import ROW_MARKER, RowMarker, TableOptions
 from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline.stage import PART_NAME, quoted
+from openmirror_nb._core.pipeline.stage import PART_NAME, quoted, read_staged
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -158,6 +162,7 @@ def read_effective(
     latest: DataFrame | None = None,
     place: int | None = None,
     schema: StructType | None = None,
+    feeds: Mapping[str, StructType] | None = None,
 ) -> DataFrame | None:
     """The current state: the base snapshot with every later delta applied, live keys only.
 
@@ -165,11 +170,12 @@ def read_effective(
     applied to the base by a broadcast anti-join, so the base is read without a shuffle;
     otherwise base and deltas are merged by one group-by on the key, into ``place`` buckets if
     given (see ``pipeline.buckets``). ``latest`` is one more delta, not yet written, applied
-    after the others. ``schema``: see ``read_state``.
+    after the others. ``schema``: see ``read_state``; ``feeds``: see ``read_delta``.
     """
     from pyspark.sql import functions as F
 
-    sources = [read_state(spark, uri, schema=schema) for uri in ([base] if base else []) + deltas]
+    sources = [read_state(spark, base, schema=schema)] if base else []
+    sources += [read_delta(spark, uri, keys=keys, schema=schema, feeds=feeds) for uri in deltas]
     sources += [latest] if latest is not None else []
     if not sources:
         return None
@@ -191,10 +197,12 @@ def merge_deltas(
     keys: tuple[str, ...],
     schema: StructType | None = None,
     single: bool = False,
+    feeds: Mapping[str, StructType] | None = None,
 ) -> DataFrame:
     """Per key the row of the newest delta that has it, tombstones (``_om_rows`` 0) included;
-    with ``single``, merged in one partition (no shuffle)."""
-    frames = _frames([read_state(spark, uri, schema=schema) for uri in deltas], keys=keys)
+    with ``single``, merged in one partition (no shuffle). ``feeds``: see ``read_delta``."""
+    read = [read_delta(spark, uri, keys=keys, schema=schema, feeds=feeds) for uri in deltas]
+    frames = _frames(read, keys=keys)
     return _latest(frames, keys=keys, single=single)
 
 
@@ -214,6 +222,39 @@ def read_state(spark: SparkSession, uri: str, *, schema: StructType | None) -> D
     """A key-state folder; with its ``schema`` (``state_schema``) no Spark job reads a footer
     to infer it."""
     return (spark.read if schema is None else spark.read.schema(schema)).parquet(uri)
+
+
+def read_delta(
+    spark: SparkSession,
+    uri: str,
+    *,
+    keys: tuple[str, ...],
+    schema: StructType | None,
+    feeds: Mapping[str, StructType] | None,
+) -> DataFrame:
+    """A delta's state rows. A delta in ``feeds`` (URI -> its files' schema) holds a change
+    feed's own data files, as published (``pipeline.feed_state``): its state is each key's last
+    change, in publication order (``delta_state``), grouped in one task (such a feed is small)."""
+    feed = (feeds or {}).get(uri)
+    if feed is None:
+        return read_state(spark, uri, schema=schema)
+    rows = read_staged(spark, uri=uri, schema=feed, options=TableOptions())
+    return delta_state(rows.coalesce(1), keys=keys)
+
+
+def deltas_of(state: PushState, fetch: Callable[[str], str]) -> tuple[list[str], dict[str, StructType]]:
+    """``state``'s delta folders as Spark URIs (``fetch`` makes one of a folder) and, for
+    ``read_delta``, the schemas of those that hold a change feed's own files."""
+    from pyspark.sql.types import StructType
+
+    schemas = dict(state.feed_deltas)
+    uris: list[str] = []
+    feeds: dict[str, StructType] = {}
+    for folder in state.deltas:
+        uris.append(fetch(folder))
+        if folder in schemas:
+            feeds[uris[-1]] = StructType.fromJson(json.loads(schemas[folder]))
+    return uris, feeds
 
 
 def count_repeated(delta: DataFrame) -> tuple[DataFrame, Observation]:

@@ -11,6 +11,7 @@ with the base then takes the delta's hashes over the base's for those keys.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.model import RowMarker
@@ -43,6 +44,7 @@ def stored(
     place: int | None,
     schema: StructType | None = None,
     single: bool = False,
+    feeds: Mapping[str, StructType] | None = None,
 ) -> tuple[DataFrame | None, DataFrame | None]:
     """The stored state as (the base's live rows, the deltas' merged rows).
 
@@ -50,13 +52,21 @@ def stored(
     are merged with the base instead (one group-by, into ``place`` buckets): (that merge, None).
     ``schema``: the state's columns (``keystate.state_schema``), so that no Spark job reads a
     file footer to find them; else they are read from the files. ``single``: a small state, read
-    into one partition (see ``snapshot_state``), bucketed or not.
+    into one partition (see ``snapshot_state``), bucketed or not. ``feeds``: the deltas that
+    hold a change feed's own files (``keystate.read_delta``).
     """
     from pyspark.sql import functions as F
 
     if deltas and not small_deltas:
         merged = keystate.read_effective(
-            spark, base=base, deltas=deltas, keys=keys, small_deltas=False, place=place, schema=schema
+            spark,
+            base=base,
+            deltas=deltas,
+            keys=keys,
+            small_deltas=False,
+            place=place,
+            schema=schema,
+            feeds=feeds,
         )
         return merged, None
     old = None
@@ -67,7 +77,11 @@ def stored(
         if buckets and not single:
             old = buckets_mod.read(spark, uris=[base], schema=plain.schema, keys=keys, buckets=buckets)
         old = (plain.coalesce(1) if single else plain if old is None else old).where(F.col(ROWS) > 0)
-    merged = keystate.merge_deltas(spark, deltas, keys=keys, schema=schema, single=single) if deltas else None
+    merged = (
+        keystate.merge_deltas(spark, deltas, keys=keys, schema=schema, single=single, feeds=feeds)
+        if deltas
+        else None
+    )
     return old, merged
 
 

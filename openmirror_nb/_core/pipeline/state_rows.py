@@ -27,12 +27,14 @@ def count_state_rows(storage: Storage, table: str) -> int | None:
         return None
     local_dir = None if storage.SPARK_WRITABLE else tempfile.mkdtemp(prefix="openmirror-count-")
     try:
+        deltas, feeds = keystate.deltas_of(state, lambda d: fetch_folder(storage, d, local_dir=local_dir))
         current = keystate.read_effective(
             get_spark(),
             base=fetch_folder(storage, state.base, local_dir=local_dir) if state.base else None,
-            deltas=[fetch_folder(storage, d, local_dir=local_dir) for d in state.deltas],
+            deltas=deltas,
             keys=tuple(state.key_columns),
             small_deltas=False,
+            feeds=feeds,
         )
         if current is None:
             return 0

@@ -176,13 +176,15 @@ def _stored(
 ) -> DataFrame | None:
     """The table's live keys with their row hashes, from its key state (``None``: it has none)."""
     keys = planned.keys
+    deltas, feeds = keystate.deltas_of(state, lambda d: fetch_folder(runner.storage, d, local_dir=local))
     return keystate.read_effective(
         frame.sparkSession,
         base=fetch_folder(runner.storage, state.base, local_dir=local) if state.base else None,
-        deltas=[fetch_folder(runner.storage, d, local_dir=local) for d in state.deltas],
+        deltas=deltas,
         keys=keys,
         small_deltas=False,
         schema=keystate.state_schema(frame.schema, keys),
+        feeds=feeds,
     )
 
 
