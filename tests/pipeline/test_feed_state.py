@@ -14,6 +14,7 @@ import openmirror_nb as om
 from openmirror_nb._core.errors import ChangeFeedError, LandingZoneError
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.pipeline import changes, feed_state, keystate
+from openmirror_nb._core.pipeline.state_rows import count_state_rows
 from tests.pipeline.delta_tables import mirrored
 
 pytestmark = pytest.mark.spark
@@ -90,6 +91,7 @@ def test_a_feeds_files_kept_as_its_delta_read_as_the_state_of_the_files(spark, t
         else:
             assert state["feed_deltas"] == []
         states[kept] = last_delta(spark, lz)
+        assert count_state_rows(db.storage, "t") == 4  # what reconciliation reads: keys 0, 1, 3, 9
         held = mirrored(db, "t", ("id", "v", "lsn"))
         assert held == [(0, "a", 0), (1, "r", 5), (3, "a", 0), (9, "n", 1)]
         # a snapshot of what the mirror holds finds nothing changed: the state is the files'
