@@ -19,7 +19,7 @@ from openmirror_nb._core.model import Compression, RowMarker, TableOptions
 from openmirror_nb._core.pipeline import buckets as buckets_mod
 from openmirror_nb._core.pipeline import checks, keystate, snapdiff, stage
 from openmirror_nb._core.storage.base import Storage
-from openmirror_nb._core.storage.local import file_uri
+from openmirror_nb._core.storage.local import fetch_folder, file_uri
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -65,18 +65,6 @@ class StageContext:
         root = Path(self.local_dir)
         files = [p for p in (root / path).rglob("*") if p.is_file() and not p.name.startswith((".", "_"))]
         self.storage.upload_files([(str(p), p.relative_to(root).as_posix()) for p in files])
-
-
-def fetch_folder(storage: Storage, path: str, *, local_dir: str | None) -> str:
-    """A Spark URI for a store folder; with ``local_dir`` (Spark cannot read the store) its files
-    are downloaded there first."""
-    if local_dir is None:
-        return storage.uri(path)
-    for rel, _ in storage.walk_files(path):
-        target = Path(local_dir) / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(storage.read_bytes(rel))
-    return file_uri(Path(local_dir) / path)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ import tempfile
 
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.pipeline import keystate
-from openmirror_nb._core.pipeline.context import fetch_folder
 from openmirror_nb._core.storage.base import Storage
+from openmirror_nb._core.storage.local import fetch_folder
 
 
 def count_state_rows(storage: Storage, table: str) -> int | None:

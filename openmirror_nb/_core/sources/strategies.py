@@ -23,13 +23,13 @@ from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import DEFAULT_ROWS_PER_FILE, PushResult, SyncResult
 from openmirror_nb._core.pipeline import keystate
-from openmirror_nb._core.pipeline.context import fetch_folder
 from openmirror_nb._core.pipeline.normalize import normalize
 from openmirror_nb._core.pipeline.push import run_push
 from openmirror_nb._core.pipeline.request import PushRequest
 from openmirror_nb._core.sources import ranges
 from openmirror_nb._core.sources.plan import PlannedTable
 from openmirror_nb._core.sources.watermark import highest, past, upto
+from openmirror_nb._core.storage.local import fetch_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from openmirror_nb._core.errors import LockTimeoutError, PathExistsError, StorageError
-from openmirror_nb._core.storage.base import Entry, LockStatus
+from openmirror_nb._core.storage.base import Entry, LockStatus, Storage
 
 LOCK_FOLDER = "_openmirror/locks"
 FILE_SCHEME = "file://"
@@ -31,6 +31,18 @@ def file_uri(path: Path) -> str:
     Hadoop takes what follows ``file://`` as the path itself (``Path.as_uri()`` would make Spark
     write a folder named ``my%20table`` for ``my table``, or ``%C3%B1`` for ``ñ``)."""
     return FILE_SCHEME + path.as_posix()
+
+
+def fetch_folder(storage: Storage, path: str, *, local_dir: str | None) -> str:
+    """A Spark URI for a store folder; with ``local_dir`` (Spark cannot read the store) its files
+    are downloaded there first."""
+    if local_dir is None:
+        return storage.uri(path)
+    for rel, _ in storage.walk_files(path):
+        target = Path(local_dir) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(storage.read_bytes(rel))
+    return file_uri(Path(local_dir) / path)
 
 
 class LocalStorage:
