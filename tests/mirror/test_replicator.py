@@ -80,6 +80,52 @@ def test_start_replicates_on_a_thread_until_stop(lz):
     assert lz.rows("orders") == [{"id": 1}]
 
 
+def test_a_pass_cut_short_by_the_interpreter_exiting_is_dropped_not_failed(lz):
+    """A kernel restart with the mirror on: the background pass meets the interpreter's exit
+    (here, deterministically, after the thread pools are shut down: pyarrow's pandas conversion
+    then fails). Nothing is printed, and the table is not marked failed: the pass is dropped."""
+    import subprocess
+    import sys
+    import textwrap
+
+    lz.metadata("orders", keyColumns=["id"])
+    lz.parquet("orders", 1, [{"id": 1}])
+    lz.mirror.run_once()
+    lz.parquet("orders", 2, [{"id": 2}])
+    code = textwrap.dedent(
+        f"""
+        import concurrent.futures, threading, time
+        import openmirror_nb as om
+        from openmirror_nb._core.mirror import folder_pass
+
+        started = threading.Event()
+
+        def sync_at_exit(*args, **kwargs):
+            started.set()
+            while threading.main_thread().is_alive():  # until the interpreter has begun to exit
+                time.sleep(0.01)
+            concurrent.futures.ThreadPoolExecutor(1).submit(print)  # raises: pools are shut down
+
+        folder_pass._sync_known = sync_at_exit
+        mirror = om.LocalMirror({str(lz.root)!r})
+        thread = mirror.start(interval=60)
+        assert started.wait(60)
+        # not a daemon: the exiting interpreter waits for it, so the mirror's thread meets the exit
+        threading.Thread(target=thread.join, args=(60,)).start()
+        print("exiting")
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "exiting"
+    assert "Traceback" not in run.stderr and "failed" not in run.stderr, run.stderr
+    assert lz.table_status("orders")["status"] != "Failed"
+    assert lz.monitoring("replicator.json")["status"] == "Stopped"
+    lz.mirror.run_once()  # the dropped pass is simply the next one's work
+    assert lz.rows("orders") == [{"id": 1}, {"id": 2}]
+    assert lz.table_status("orders")["status"] == "Replicating"
+
+
 def test_a_pass_that_fails_as_a_whole_does_not_end_the_loop(tmp_path):
     mirror = LocalMirror(tmp_path / "nothing-here")
     mirror.run(interval=0, max_iterations=2)

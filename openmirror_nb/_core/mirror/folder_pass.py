@@ -11,6 +11,7 @@ from pathlib import Path
 
 from openmirror_nb._core.mirror.discovery import MirrorFolder
 from openmirror_nb._core.mirror.faults import INTERNAL
+from openmirror_nb._core.mirror.interpreter_exit import exiting
 from openmirror_nb._core.mirror.monitoring import utc_now_text
 from openmirror_nb._core.mirror.recovery import adopt, catch_up
 from openmirror_nb._core.mirror.results import TableEvent, TableRun
@@ -60,6 +61,8 @@ def _sync_folder(folder: MirrorFolder, state: MirrorState, *, tables: Path, limi
     try:
         return _sync_known(folder, state, tables=tables, limits=limits)
     except Exception as exc:
+        if exiting():  # not the table's failure: the pass is dropped (mirror.interpreter_exit)
+            raise
         log.exception("Replicating %s failed", folder.qualified)
         known = state.tables.get(folder.rel)
         if known is None:

@@ -26,6 +26,7 @@ from openmirror_nb._core.landing_zone.names import DEFAULT_SCHEMA
 from openmirror_nb._core.mirror.discovery import discover_folders
 from openmirror_nb._core.mirror.faults import INTERNAL
 from openmirror_nb._core.mirror.folder_pass import run_pass
+from openmirror_nb._core.mirror.interpreter_exit import exiting
 from openmirror_nb._core.mirror.monitoring import write_monitoring
 from openmirror_nb._core.mirror.results import MirrorRun
 from openmirror_nb._core.mirror.state import MirrorState
@@ -134,8 +135,9 @@ class LocalMirror:
         """Run passes every ``interval`` seconds until ``stop`` is set or ``max_iterations`` ran.
 
         A pass that fails as a whole (say, the landing zone is missing) is logged and kept in
-        ``last_error``; the loop goes on. On exit ``replicator.json`` says ``Stopped`` and every
-        table that is not ``Failed`` is ``Stopped`` until the next pass.
+        ``last_error``; the loop goes on. A pass cut short by the interpreter's exit ends the
+        loop without a word (``mirror.interpreter_exit``). On exit ``replicator.json`` says
+        ``Stopped`` and every table that is not ``Failed`` is ``Stopped`` until the next pass.
 
         Args:
             interval: Seconds between the end of one pass and the start of the next.
@@ -155,6 +157,8 @@ class LocalMirror:
                 try:
                     result = self.run_once()
                 except Exception as exc:
+                    if exiting():  # dropped, not failed: see mirror.interpreter_exit
+                        return
                     self._last_error = exc
                     log.exception("Mirror pass over %s failed", self.root)
                     self._write_replicator_error(exc)
@@ -171,7 +175,8 @@ class LocalMirror:
             try:
                 self._mark_stopped()
             except Exception:
-                log.exception("Marking the mirror of %s stopped failed", self.root)
+                if not exiting():
+                    log.exception("Marking the mirror of %s stopped failed", self.root)
 
     def start(
         self,
