@@ -13,7 +13,7 @@ import pytest
 import openmirror_nb as om
 from openmirror_nb._core.errors import LockTimeoutError
 from openmirror_nb._core.landing_zone import TableFolder
-from tests.reliability.harness import FAST_JVM
+from tests.reliability.harness import child_env
 
 pytestmark = pytest.mark.spark
 
@@ -30,12 +30,9 @@ db.push(df, table="t", keys=["id"], rows_per_file=1000)
 @pytest.mark.parametrize("step", ["after_staging", "after_journal", "between_renames", "before_state_commit"])
 def test_killed_push_then_next_push(spark, tmp_path, step):
     root = tmp_path / "db"
-    env = {
-        "OPENMIRROR_CRASH_AT": step,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PATH": "/usr/bin:/bin",
-        "JAVA_TOOL_OPTIONS": FAST_JVM,  # a short-lived driver starts faster (as in the crash matrix)
-    }
+    # as the crash matrix's children: a fast-starting driver (C1 JIT, and the suite's class archive
+    # when scripts/test made one), loopback only
+    env = child_env(OPENMIRROR_CRASH_AT=step)
     proc = subprocess.run([sys.executable, "-c", CHILD, str(root)], env=env, capture_output=True, timeout=300)
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
     db = om.connect(root)
