@@ -57,7 +57,8 @@ def run_pass(
 
 
 def _sync_folder(folder: MirrorFolder, state: MirrorState, *, tables: Path, limits: SyncLimits) -> TableRun:
-    """``_sync_known``, with an unexpected error failing this table only (recorded in its state)."""
+    """``_sync_known``, with an unexpected error failing this table only (recorded in its state),
+    unless the interpreter is exiting: then the error ends the pass unrecorded."""
     try:
         return _sync_known(folder, state, tables=tables, limits=limits)
     except Exception as exc:
