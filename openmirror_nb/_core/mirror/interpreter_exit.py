@@ -6,8 +6,8 @@ a daemon thread, and that thread goes on while the interpreter exits (a kernel r
 of a script). Python first shuts down ``concurrent.futures``' thread pools, and pyarrow converts
 a pandas frame with one, so a pass caught at that moment fails with "cannot schedule new futures
 after interpreter shutdown". That is not the table's fault: the pass is dropped unrecorded and
-unprinted, as if the process had been killed there, which is what becomes of a daemon thread a
-moment later anyway (the mirror is safe to kill at any point).
+unprinted, as a daemon thread is cut short a moment later anyway; the next pass (in the next
+process) does its work.
 """
 
 from __future__ import annotations
