@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openmirror_nb import ConfigError, OpenMirrorError
+from openmirror_nb._core.errors import user_line
 from openmirror_nb._core.grammar import PROGS, add_verbs, push_keywords
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def mirror_command(
             interval=interval,
             max_iterations=max_iterations,
             on_pass=report,
-            on_error=lambda exc: echo(f"Mirror pass failed: {exc}"),
+            on_error=lambda exc: echo(f"Mirror pass failed: {user_line(exc)}"),
         )
     except KeyboardInterrupt:
         echo("Stopped.")
@@ -211,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return VERBS[args.verb](args)
     except OpenMirrorError as exc:
-        print(f"openmirror: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"openmirror: {type(exc).__name__}: {user_line(exc)}", file=sys.stderr)
         return 2
 
 

@@ -62,6 +62,11 @@ class MirrorWaitTimeoutError(OpenMirrorError):
     """The mirror did not reach the state waited for (table gone, table back) within the timeout."""
 
 
+class MetricsTimeoutError(OpenMirrorError):
+    """A Spark job returned but the counts it observed (or a listener event) did not arrive within
+    ``spark.openmirror.metricsTimeout`` seconds; nothing was published."""
+
+
 class PushCancelledError(OpenMirrorError):
     """A push was interrupted: before it was decided (nothing published, ``decided`` false) or
     after (it finished publishing first, ``decided`` true)."""

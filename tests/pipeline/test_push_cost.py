@@ -353,7 +353,7 @@ def test_observed_counts_are_read_in_one_call_and_match_the_public_read(spark):
     ``Observation.get`` (a count over no rows, NULL, is 0), without falling back to it."""
     from pyspark.sql import Observation
 
-    from openmirror_nb._core.pipeline import stage
+    from openmirror_nb._core.pipeline import observed, stage
 
     observation = Observation()
     frame = orders(spark, 50).observe(
@@ -365,11 +365,12 @@ def test_observed_counts_are_read_in_one_call_and_match_the_public_read(spark):
     frame.write.format("noop").mode("overwrite").save()
 
     class NoFallback:  # the public read raises: only the one-call path can answer
-        _jo = observation._jo
+        _jo, _jvm = observation._jo, observation._jvm
 
         @property
         def get(self):
             raise AssertionError("fell back to Observation.get")
 
-    assert stage.observed_counts(NoFallback()) == {"fives": 10, "negative": 0, "a_3": 7}
-    assert stage.observed_counts(NoFallback()) == {k: int(v or 0) for k, v in observation.get.items()}
+    read = observed.counts(NoFallback(), spark=spark, what="the test's counts")
+    assert read == {"fives": 10, "negative": 0, "a_3": 7}
+    assert read == {k: int(v or 0) for k, v in observation.get.items()}

@@ -93,6 +93,12 @@ def logs(caplog):
         logging.getLogger(name).setLevel(logging.NOTSET)
 
 
+def _assert_logs_clean_of(caplog, logger: str) -> None:
+    for record in caplog.records:
+        if record.name.startswith(logger):
+            _assert_clean(f"log record {record.name}", record.getMessage())
+
+
 def _assert_logs_clean(caplog) -> None:
     handler = logging.Formatter()
     for record in caplog.records:
@@ -231,3 +237,59 @@ def test_notebook_outputs_never_show_the_token(server, tmp_path, monkeypatch):
     text = nbformat.writes(nb)
     assert "MirroredDatabase(" in text and "b'probe'" in text  # the outputs are really there
     _assert_clean("the notebook's outputs", text)
+
+
+def test_a_failing_source_never_shows_the_password_of_its_options(
+    spark, capfd, caplog, tmp_path, monkeypatch
+):
+    """A source whose options hold a password fails while a push reads it, and its driver echoes
+    the connection URL in the error (as JDBC drivers do): the push's failure line is scrubbed in
+    the progress widget and the text log; status and every file the push left hold no password.
+    Lines are not cut here, so that the cut cannot be what hides the password."""
+    import io
+
+    caplog.set_level(logging.DEBUG, logger="openmirror_nb")
+
+    from pyspark.sql import functions as F
+
+    from openmirror_nb._core import errors
+
+    monkeypatch.setattr(errors, "LINE_LIMIT", 100_000)
+
+    url = f"jdbc:postgresql://127.0.0.1:5432/erp?user=etl&password={CANARY}"
+
+    def read(_):
+        raise ConnectionError(f"could not read {url}: connection refused")
+
+    root = tmp_path / "db"
+    db = om.connect(root)
+    db.push(spark.createDataFrame([(1, "a")], "id long, v string"), table="t", keys=["id"])
+    failing = spark.range(3).withColumn("v", F.udf(read, "string")("id"))
+    widget, log = om.WidgetProgress(), io.StringIO()
+    text = om.TextProgress(log)
+    events = []
+
+    def progress(event):
+        events.append(event)
+        widget(event)
+        text(event)
+
+    with pytest.raises(Exception) as raised:
+        db.push(failing, table="t", progress=progress)
+    assert CANARY in str(raised.value), "the source's own error did not carry the password: no test"
+    failed = [e for e in events if isinstance(e, om.PushFailed)]
+    assert len(failed) == 1 and "ConnectionError" in failed[0].error and "***" in failed[0].error
+    _assert_clean("the PushFailed event", failed[0].error)
+    _assert_clean("the progress widget", widget.label.value)
+    _assert_clean("the text progress", log.getvalue())
+    status = db.status()
+    _assert_clean("status", str(status) + status._repr_html_())
+    print(om.LocalMirror(root).run_once())
+    for path in root.rglob("*"):
+        if path.is_file():
+            assert CANARY.encode() not in path.read_bytes(), f"the password leaked into {path}"
+    captured = capfd.readouterr()
+    _assert_clean("stdout", captured.out)
+    # Spark logs the task's failure as it is, on the JVM's stderr and through py4j's logger: the
+    # user's Spark logs, not ours. What this package logs holds no password.
+    _assert_logs_clean_of(caplog, "openmirror_nb")

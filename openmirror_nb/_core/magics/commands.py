@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from openmirror_nb import ConfigError, MirrorError
-from openmirror_nb._core.errors import did_you_mean, preview  # the wording every message shares
+from openmirror_nb._core.errors import did_you_mean, preview, scrub  # the wording every message shares
 from openmirror_nb._core.grammar import push_keywords
 from openmirror_nb._core.magics import plans
 from openmirror_nb._core.magics.parser import PROG, HelpShown, parse
@@ -262,7 +262,7 @@ def _cell_frame(sql: str) -> Any:
         return get_spark().sql(sql)
     except PySparkException as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"Spark rejected the cell's SQL: {first}") from None
+        raise ConfigError(f"Spark rejected the cell's SQL: {scrub(first)}") from None
 
 
 def _active_spark() -> Any:

@@ -9,6 +9,7 @@ import logging
 from dataclasses import replace
 from pathlib import Path
 
+from openmirror_nb._core.errors import user_line
 from openmirror_nb._core.mirror.discovery import MirrorFolder
 from openmirror_nb._core.mirror.faults import INTERNAL
 from openmirror_nb._core.mirror.interpreter_exit import exiting
@@ -67,9 +68,9 @@ def _sync_folder(folder: MirrorFolder, state: MirrorState, *, tables: Path, limi
         log.exception("Replicating %s failed", folder.qualified)
         known = state.tables.get(folder.rel)
         if known is None:
-            return TableRun(folder.qualified, folder.rel, "Failed", error_code=INTERNAL, error=str(exc))
+            return TableRun(folder.qualified, folder.rel, "Failed", error_code=INTERNAL, error=user_line(exc))
         known.status, known.error_code = "Failed", INTERNAL
-        known.error_message = f"{type(exc).__name__}: {exc}"
+        known.error_message = user_line(exc)
         known.failure = {"kind": "internal", "file": None, "signature": None}
         return TableRun(known.qualified, folder.rel, "Failed", error_code=INTERNAL, error=known.error_message)
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from openmirror_nb._core.errors import ConfigError, MirrorError
+from openmirror_nb._core.errors import ConfigError, MirrorError, user_line
 from openmirror_nb._core.landing_zone.names import DEFAULT_SCHEMA
 from openmirror_nb._core.mirror.discovery import discover_folders
 from openmirror_nb._core.mirror.faults import INTERNAL
@@ -257,7 +257,7 @@ class LocalMirror:
                 status="Running",
                 tables=state.tables.values(),
                 error_code=INTERNAL,
-                error_message=str(exc),
+                error_message=user_line(exc),
             )
 
 

@@ -22,7 +22,7 @@ import tempfile
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import ConfigError, OpenMirrorError, UnsupportedTypeError
+from openmirror_nb._core.errors import ConfigError, OpenMirrorError, UnsupportedTypeError, scrub
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -181,5 +181,5 @@ def _conversion_error(frame: pd.DataFrame, exc: Exception) -> OpenMirrorError:
                 f"pandas column {name!r} cannot be read as one type ({reason}); cast it, "
                 f"e.g. df[{name!r}].astype('string')."
             )
-    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    first = scrub(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
     return UnsupportedTypeError(f"pyarrow cannot read the pandas DataFrame ({first}); cast its columns.")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import Compression, RowMarker, TableOptions
 from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline import checks, keystate, snapdiff, stage
+from openmirror_nb._core.pipeline import checks, keystate, observed, snapdiff, stage
 from openmirror_nb._core.storage.base import Storage
 from openmirror_nb._core.storage.local import fetch_folder, file_uri
 
@@ -141,10 +141,10 @@ def write_state(
         state = buckets_mod.tag(state)
         metrics.append(buckets_mod.misplaced(ctx.keys, buckets))
     observation = Observation()
-    observed = state.observe(observation, *metrics)
-    observed = observed if keep is None else observed.where(keep)
-    observed.drop(buckets_mod.PLACE).write.mode("errorifexists").parquet(ctx.uri(ctx.state_dir))
-    seen = stage.observed_counts(observation)
+    framed = state.observe(observation, *metrics)
+    framed = framed if keep is None else framed.where(keep)
+    framed.drop(buckets_mod.PLACE).write.mode("errorifexists").parquet(ctx.uri(ctx.state_dir))
+    seen = observed.counts(observation, spark=ctx.spark, what=f"the key-state counts of {ctx.table!r}")
     seen["buckets"] = 0
     if buckets and not seen["misplaced"]:
         buckets_mod.name_files(ctx.storage, ctx.state_dir, local_dir=ctx.local_dir)

@@ -26,7 +26,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.pipeline import context, keystate, stage
+from openmirror_nb._core.pipeline import context, keystate, observed, stage
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation
@@ -84,7 +84,10 @@ class StateAhead:
             if self.count:
                 delta, self.repeated = keystate.count_repeated(delta)
             self.seen = context.write_state(self.ctx, delta, announce=False)
-            self.seen["fingerprint"] = stage.observed_counts(observation)["fingerprint"]
+            what = f"the fingerprint of the change feed of {self.ctx.table!r}"
+            self.seen["fingerprint"] = observed.counts(observation, spark=self.ctx.spark, what=what)[
+                "fingerprint"
+            ]
         except BaseException as exc:  # then ``result`` has the state read from the files
             self.error = exc
 

@@ -14,7 +14,7 @@ from openmirror_nb._core.errors import ChangeFeedError, preview
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
 from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline import checks, context, feed_state, keystate, snapdiff, stage
+from openmirror_nb._core.pipeline import checks, context, feed_state, keystate, observed, snapdiff, stage
 from openmirror_nb._core.pipeline.changes import INVALID_MARKER
 from openmirror_nb._core.pipeline.context import StageContext, Staged
 
@@ -174,7 +174,8 @@ def stage_changes(
             written = seen["rows"]
         else:
             seen = context.write_state(ctx, delta, announce=False)
-    if repeated is not None and repeated.get["repeated"]:
+    what = f"the count of keys changed more than once in {ctx.table!r}"
+    if repeated is not None and observed.counts(repeated, spark=ctx.spark, what=what)["repeated"]:
         uri = ctx.uri(f"{ctx.staging}/parts")
         schema, options = rows.schema, ctx.options
         dupes = stage.duplicate_keys(ctx.spark, uri=uri, schema=schema, options=options, keys=ctx.keys)

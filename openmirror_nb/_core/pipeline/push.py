@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import LandingZoneError, PushCancelledError
+from openmirror_nb._core.errors import LandingZoneError, PushCancelledError, user_line
 from openmirror_nb._core.landing_zone.discovery import check_unique
 from openmirror_nb._core.landing_zone.lifecycle import Settled, settle
 from openmirror_nb._core.landing_zone.metadata import TableMetadata
@@ -116,7 +116,7 @@ def run_push(
             decided=False,
         ) from None
     except BaseException as exc:
-        push.tell(PushFailed, error=" ".join(str(exc).split()) or type(exc).__name__)
+        push.tell(PushFailed, error=user_line(exc))
         raise
     result = dataclasses.replace(result, removed=removed)
     push.tell(Finished, result=result)

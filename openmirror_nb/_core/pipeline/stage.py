@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.model import ROW_MARKER, Compression, TableOptions
+from openmirror_nb._core.pipeline import observed
 from openmirror_nb._core.storage.base import Storage
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, DataFrameWriter, Observation, SparkSession
+    from pyspark.sql import Column, DataFrame, DataFrameWriter, SparkSession
     from pyspark.sql.types import StructType
 
 # part-<task>-<uuid>-c<file>.<ext>; the uuid itself can hold "-c<digits>", so match it exactly.
@@ -46,6 +47,7 @@ _WRITE_CONF = {
 }
 _PARQUET_READ = {"datetimeRebaseMode": "CORRECTED", "int96RebaseMode": "CORRECTED"}
 TIMESTAMP_TEXT = "yyyy-MM-dd HH:mm:ss.SSSSSS"
+_COUNTS = "the row counts of the staged files"
 
 
 @dataclass(frozen=True)
@@ -176,32 +178,23 @@ def write_parts(
         *metrics,
     ]
     placed = df.withColumn(_PLACE, F.spark_partition_id())
-    observed = placed.observe(observation, *counted).drop(_PLACE, *hidden)
     if options.is_delimited:
-        _writer(observed, rows_per_file).options(**_text_options(options)).csv(uri)
+        framed = placed.observe(observation, *counted).drop(_PLACE, *hidden)
+        _writer(framed, rows_per_file).options(**_text_options(options)).csv(uri)
+        return observed.counts(observation, spark=df.sparkSession, what=_COUNTS)
+    # The observation is attached in the session that runs the write: from Spark 4.3 only the
+    # executing session completes an observation (its ObservationManager is no longer a listener
+    # that a clone inherits), so one attached before the clone would never be completed.
+    isolated = _isolated(placed, _WRITE_CONF)
+    if isolated is not None:
+        framed = isolated.observe(observation, *counted).drop(_PLACE, *hidden)
+        _writer(framed, rows_per_file).option("compression", compression).parquet(uri)
     else:
-        isolated = _isolated(observed, _WRITE_CONF)
-        if isolated is not None:
-            _writer(isolated, rows_per_file).option("compression", compression).parquet(uri)
-        else:
-            # Kept only for a Spark without session clones (see _WRITE_CONF): bounded, then restored.
-            with session_conf(df.sparkSession, _WRITE_CONF):
-                _writer(observed, rows_per_file).option("compression", compression).parquet(uri)
-    return observed_counts(observation)
-
-
-def observed_counts(observation: Observation) -> dict[str, int]:
-    """An ``Observation``'s counts (whole numbers or NULL), once its job ran. PySpark's ``get``
-    makes a few JVM calls per metric, which a small push pays on the order of its write: the
-    map's text is read in one call instead (its keys are this module's aliases, its values
-    numbers or ``null``), with ``get`` as the fallback should that text ever differ."""
-    try:
-        jo: Any = observation._jo
-        text = str(jo.getAsJava().toString())
-        pairs = [item.split("=") for item in text.strip()[1:-1].split(", ") if item]
-        return {name: 0 if value == "null" else int(value) for name, value in pairs}
-    except Exception:  # an internal detail: any surprise only means the slower, public read
-        return {name: int(value or 0) for name, value in observation.get.items()}
+        # Kept only for a Spark without session clones (see _WRITE_CONF): bounded, then restored.
+        framed = placed.observe(observation, *counted).drop(_PLACE, *hidden)
+        with session_conf(df.sparkSession, _WRITE_CONF):
+            _writer(framed, rows_per_file).option("compression", compression).parquet(uri)
+    return observed.counts(observation, spark=df.sparkSession, what=_COUNTS)
 
 
 def rows_where(cond: str, name: str) -> Column:

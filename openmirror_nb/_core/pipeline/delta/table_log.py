@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from openmirror_nb._core.errors import ConfigError, MissingDependencyError, NotSupportedError
+from openmirror_nb._core.errors import ConfigError, MissingDependencyError, NotSupportedError, scrub
 from openmirror_nb._core.pipeline.delta.columns import TableColumns
 
 if TYPE_CHECKING:
@@ -157,4 +157,4 @@ def _delta_table(uri: str, version: int | None) -> Any:
 
 
 def _line(exc: Exception) -> str:
-    return " ".join(str(exc).split())[:200]
+    return scrub(" ".join(str(exc).split()))[:200]
