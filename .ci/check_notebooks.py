@@ -19,7 +19,7 @@ BUILT = (("docs", "samples"), ("site",))
 
 def skipped(nb: pathlib.Path) -> bool:
     built = any(nb.parts[: len(prefix)] == prefix for prefix in BUILT)
-    venv = any(part.startswith(".venv") for part in nb.parts)  # .venv, .venv-spark4
+    venv = any(part.startswith(".venv") for part in nb.parts)  # .venv, .venv-runtime13, .venv-newest
     return built or venv or ".ipynb_checkpoints" in nb.parts
 
 

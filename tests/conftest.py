@@ -105,3 +105,9 @@ def small_buckets(monkeypatch):
 @pytest.fixture
 def lz_hash():
     return tree_hash
+
+
+def pytest_report_header(config):
+    from tests.reliability import rotation
+
+    return f"crash matrix kills: {rotation.kinds()[1]}"

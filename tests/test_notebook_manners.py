@@ -245,16 +245,34 @@ def test_a_session_the_user_started_keeps_its_level_and_options(started):
 
 
 def test_jars_the_user_chose_at_launch_or_in_spark_defaults_are_left_alone(monkeypatch, tmp_path):
-    from openmirror_nb._core.runtime import _jars_chosen
+    from openmirror_nb._core.runtime import _chosen_jars
 
     for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_CONF_DIR", "SPARK_HOME"):
         monkeypatch.delenv(name, raising=False)
-    assert not _jars_chosen()
-    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--jars /opt/drivers/mssql.jar pyspark-shell")
-    assert _jars_chosen()
+    assert _chosen_jars() is None
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--jars /opt/drivers/mssql.jar,/opt/d.jar pyspark-shell")
+    assert _chosen_jars() == ["/opt/drivers/mssql.jar", "/opt/d.jar"]
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.jars=/opt/x.jar pyspark-shell")
+    assert _chosen_jars() == ["/opt/x.jar"]
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--conf spark.ui.enabled=false pyspark-shell")
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     (tmp_path / "spark-defaults.conf").write_text("spark.jars.packages  x:y:1\n")
-    assert not _jars_chosen()  # packages are not jars
+    assert _chosen_jars() is None  # packages are not jars
     (tmp_path / "spark-defaults.conf").write_text("spark.jars  /opt/drivers/oracle.jar\n")
-    assert _jars_chosen()
+    assert _chosen_jars() == ["/opt/drivers/oracle.jar"]
+
+
+def test_jars_listed_for_our_session_are_files_or_the_jars_of_folders(monkeypatch, tmp_path):
+    from openmirror_nb._core.runtime import JARS_ENV, _listed_jars
+
+    (tmp_path / "delta").mkdir()
+    for name in ("delta-spark_2.13-4.2.0.jar", "delta-storage-4.2.0.jar", "README"):
+        (tmp_path / "delta" / name).write_text("")
+    monkeypatch.setenv(JARS_ENV, os.pathsep.join([str(tmp_path / "delta"), "/opt/one.jar", ""]))
+    assert _listed_jars() == [
+        str(tmp_path / "delta" / "delta-spark_2.13-4.2.0.jar"),
+        str(tmp_path / "delta" / "delta-storage-4.2.0.jar"),
+        "/opt/one.jar",
+    ]
+    monkeypatch.delenv(JARS_ENV)
+    assert _listed_jars() == []

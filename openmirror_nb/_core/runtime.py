@@ -19,6 +19,15 @@ _LOG_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
 # JDBC drivers a session this module starts loads when they are installed: Debian's package
 # libpostgresql-jdbc-java puts PostgreSQL's here (Fabric's runtime ships its own drivers).
 DRIVER_JARS = (Path("/usr/share/java/postgresql.jar"),)
+# More jars for a session this module starts (Spark packages such as Delta's and Kafka's, fetched by
+# the project's scripts/fetch-jars or by hand): jar files, or folders of them, separated by os.pathsep.
+JARS_ENV = "OPENMIRROR_SPARK_JARS"
+# What a session needs to read and write Delta tables with Spark's own Delta reader, set when Delta's
+# jars are on ``spark.jars`` (and only then: a session without Delta pays nothing for it).
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
 
 
 def is_fabric() -> bool:
@@ -33,10 +42,13 @@ def get_spark() -> SparkSession:
 
     The local settings pin ANSI off and the session time zone to UTC so that Spark 3.5 (Fabric
     Runtime 1.3) and 4.x behave alike (stack.md gotcha 1). A session this starts logs ERROR and
-    above only, from its launch on, and has the installed JDBC drivers (``DRIVER_JARS``, e.g.
-    Debian's ``/usr/share/java/postgresql.jar``) on ``spark.jars`` unless jars were chosen for it
-    (``--jars`` or ``spark.jars`` in ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``); a session
-    or context the user started keeps its level and its jars.
+    above only, from its launch on, and has on ``spark.jars`` the installed JDBC drivers
+    (``DRIVER_JARS``, e.g. Debian's ``/usr/share/java/postgresql.jar``) and the jars named by
+    ``OPENMIRROR_SPARK_JARS`` (files or folders, ``os.pathsep``-separated), unless jars were chosen
+    for it (``--jars`` or ``spark.jars`` in ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``).
+    When Delta's jars (``delta-spark_*``) are among its jars, ours or those chosen, it also gets
+    Delta's SQL extension and catalog (``DELTA_CONF``) unless extensions were chosen for it; a
+    session or context the user started keeps its level, its jars and its extensions.
     """
     try:
         from pyspark import SparkContext
@@ -76,27 +88,59 @@ def get_spark() -> SparkSession:
         builder = builder.config(
             "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG_CONFIG.as_uri()}"
         )
-    jars = [str(jar) for jar in DRIVER_JARS if jar.is_file()]
-    if ours and jars and not _jars_chosen():
+    chosen = _chosen_jars()
+    jars = [str(jar) for jar in DRIVER_JARS if jar.is_file()] + _listed_jars()
+    if ours and jars and chosen is None:
         builder = builder.config("spark.jars", ",".join(jars))
+    delta = any(Path(jar).name.startswith("delta-spark_") for jar in (jars if chosen is None else chosen))
+    if ours and delta and not _launch_sets("spark.sql.extensions"):
+        for key, value in DELTA_CONF.items():
+            builder = builder.config(key, value)
     session = builder.getOrCreate()
     if ours:
         session.sparkContext.setLogLevel("ERROR")  # also when the JVM was launched before
     return session
 
 
-def _jars_chosen() -> bool:
-    """True when the user gave the driver its jars (``--jars`` or ``spark.jars`` at launch, or in
-    ``spark-defaults.conf``): ours would replace theirs, so none are added."""
-    launch = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-    if "--jars" in launch or "spark.jars=" in launch:
+def _chosen_jars() -> list[str] | None:
+    """The jars the user gave the driver (``--jars`` or ``spark.jars`` at launch, or in
+    ``spark-defaults.conf``), or ``None`` when none were given: ours would replace theirs, so
+    then none are added."""
+    words = os.environ.get("PYSPARK_SUBMIT_ARGS", "").split()
+    for i, word in enumerate(words):
+        if word == "--jars" and i + 1 < len(words):
+            return words[i + 1].split(",")
+        if word.startswith(("--jars=", "spark.jars=")):
+            return word.split("=", 1)[1].split(",")
+    for line in _defaults_lines():
+        parts = line.split(None, 1)
+        if parts[:1] == ["spark.jars"]:
+            return parts[1].split(",") if len(parts) > 1 else []
+    return None
+
+
+def _launch_sets(key: str) -> bool:
+    """True when ``key`` is set at launch (``PYSPARK_SUBMIT_ARGS``) or in ``spark-defaults.conf``."""
+    if f"{key}=" in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         return True
+    return any(line.split()[:1] == [key] for line in _defaults_lines())
+
+
+def _listed_jars() -> list[str]:
+    """The jars ``OPENMIRROR_SPARK_JARS`` names: files as they are, folders as the jars in them."""
+    found: list[str] = []
+    for entry in filter(None, os.environ.get(JARS_ENV, "").split(os.pathsep)):
+        path = Path(entry)
+        found += [str(p) for p in sorted(path.glob("*.jar"))] if path.is_dir() else [str(path)]
+    return found
+
+
+def _defaults_lines() -> list[str]:
     conf = _conf_dir()
     defaults = Path(conf, "spark-defaults.conf") if conf else None
     if defaults is None or not defaults.exists():
-        return False
-    lines = defaults.read_text(errors="replace").splitlines()
-    return any(line.split()[:1] == ["spark.jars"] for line in lines)
+        return []
+    return defaults.read_text(errors="replace").splitlines()
 
 
 def _conf_dir() -> str | None:

@@ -9,7 +9,7 @@ import openmirror_nb as om
 from openmirror_nb._core.model import ROW_MARKER
 from tests.conftest import tree_hash
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.newest]  # core: the newest PySpark runs it too
 
 SCHEMA = "id long, v string"
 

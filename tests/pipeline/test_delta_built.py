@@ -47,6 +47,9 @@ ROARING = {
 }
 
 
+pytestmark = pytest.mark.runtime13  # Delta sync: both Fabric lines
+
+
 @pytest.mark.parametrize("case", sorted(ROARING))
 def test_deletion_vector_bitmaps_decode_as_croaring_wrote_them(case):
     packed, values = ROARING[case]

@@ -19,7 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 import openmirror_nb as om
 from tests.reliability.harness import _lzcheck_module, mirrored_rows, rows_of
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.runtime13]  # Delta sync: both Fabric lines
 
 COLUMNS = ("id", "region", "v")
 KEYS = ["id"]

@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 import openmirror_nb as om
 from tests.pipeline.delta_tables import DATA, as_of, mirrored, ordered
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.runtime13]  # Delta sync: both Fabric lines
 
 CDF = "cdf-table-with-cdc-and-dvs"
 # Rows of cdf-table-with-cdc-and-dvs (id, comment) after the versions the test syncs to; the comments

@@ -16,7 +16,7 @@ import openmirror_nb as om
 from openmirror_nb._core.landing_zone import TableFolder
 from tests.reliability.harness import mirrored_rows, rows_of, sequence_numbers
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.runtime13]  # Delta sync: both Fabric lines
 
 COLUMNS = ("id", "v")
 

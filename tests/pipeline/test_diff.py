@@ -12,7 +12,7 @@ from openmirror_nb._core.model import ROW_MARKER
 from openmirror_nb._core.pipeline import keystate
 from tests.conftest import tree_hash
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.newest]  # core: the newest PySpark runs it too
 
 SCHEMA = "id long, v string, x double"
 

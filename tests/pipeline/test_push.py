@@ -12,7 +12,7 @@ import pytest
 import openmirror_nb as om
 from openmirror_nb._core.model import ROW_MARKER
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.newest]  # core: the newest PySpark runs it too
 
 SEQ1 = "00000000000000000001"
 

@@ -25,6 +25,7 @@ from openmirror_nb._core.landing_zone import TableFolder
 from openmirror_nb._core.landing_zone.journal import Journal
 from openmirror_nb._core.landing_zone.publish import CRASH_ENV
 from tests.conftest import visible_hash
+from tests.reliability import rotation
 from tests.reliability import workloads as w
 from tests.reliability.harness import (
     assert_landing_zone_sound,
@@ -60,9 +61,9 @@ CASES = [
 ]
 # One trial per point keeps CI inside its budget; soak runs raise it (RELIABILITY_TRIALS=5).
 TRIALS = int(os.environ.get("RELIABILITY_TRIALS", "1"))
-# The points the Spark 4 line runs too (scripts/test --spark4): each kind, a kill at each stage of
-# the publish, and both kills inside a Spark job.
-SPARK4 = {
+# The points the Runtime 1.3 line runs too (scripts/test --runtime13): each kind, a kill at each stage
+# of the publish, and both kills inside a Spark job.
+RUNTIME13 = {
     ("initial", "between_renames"),
     ("changes", "after_journal"),
     ("changes", "in_first_spark_job"),
@@ -85,10 +86,11 @@ def _explicit_recover(kind: str, step: str) -> bool:
             k,
             p,
             id=f"{k}-{p}" + (f"-trial{t}" if TRIALS > 1 else ""),
-            marks=[pytest.mark.spark4] if (k, p) in SPARK4 else [],
+            marks=[pytest.mark.runtime13] if (k, p) in RUNTIME13 else [],
         )
         for t in range(TRIALS)
         for k, p in CASES
+        if rotation.covers(k)
     ],
 )
 def test_killed_push_loses_nothing(spark, tmp_path, monkeypatch, kind, point):

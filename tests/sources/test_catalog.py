@@ -9,7 +9,7 @@ import pytest
 
 import openmirror_nb as om
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.runtime13]  # Delta sync: both Fabric lines
 DATABASE = "om_catalog_source"
 
 

@@ -15,7 +15,7 @@ from deltalake import write_deltalake
 import openmirror_nb as om
 from tests.pipeline.delta_tables import DATA
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.runtime13]  # Delta sync: both Fabric lines
 IDENTITY = {
     "delta.identity.start": "1",
     "delta.identity.step": "1",

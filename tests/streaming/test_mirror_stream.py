@@ -12,7 +12,7 @@ from openmirror_nb._core.streaming.stream import trigger_of
 from tests.reliability.harness import mirrored_rows
 from tests.streaming.feeds import COLUMNS, Feed, applied, event, run
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.newest]  # core: the newest PySpark runs it too
 
 
 @pytest.fixture

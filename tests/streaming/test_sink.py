@@ -14,7 +14,7 @@ from tests.conftest import tree_hash, visible_hash
 from tests.reliability.harness import lzcheck, mirrored_rows, sequence_numbers
 from tests.streaming.feeds import COLUMNS, Feed, applied, event, forget_commit, run
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.newest]  # core: the newest PySpark runs it too
 
 TABLE = "sales.orders"
 

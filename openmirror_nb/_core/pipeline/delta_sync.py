@@ -15,10 +15,11 @@ Neither pulls the table or the feed into the driver.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.errors import ConfigError, user_line
 from openmirror_nb._core.landing_zone.lifecycle import settle
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import SyncResult
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 CDF_OP = "_change_type"
+log = logging.getLogger("openmirror_nb")
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,15 @@ class DeltaSource:
     def open(cls, uri: str, spark: SparkSession) -> DeltaSource:
         if not isinstance(uri, str) or not uri:
             raise ConfigError(f"sync_delta source {uri!r} is not a Delta table path or URI.")
-        return cls(uri, spark, _spark_reads_delta(spark))
+        spark_delta = _spark_reads_delta(spark)
+        log.info(
+            "Delta table %s: read with %s",
+            uri,
+            "Spark's Delta reader (the session has Delta)"
+            if spark_delta
+            else "deltalake for the log and Spark for the files (the session has no Delta)",
+        )
+        return cls(uri, spark, spark_delta)
 
     def version(self) -> int:
         if self.spark_delta:
@@ -190,5 +200,4 @@ def _spark_reads_delta(spark: SparkSession) -> bool:
 
 def feed_problem(exc: Exception) -> str:
     """One line on why the change data feed could not be read, for ``SyncResult.fallback``."""
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text[:200]}"
+    return user_line(exc)
