@@ -38,11 +38,12 @@ def _spark_major() -> int:
         return 0
 
 
-# Each Spark line keeps its own results: the Spark 4 line's (``.venv-spark4``, from
-# constraints-spark4.txt; ``bench/run.py --spark4``) under results/spark4/.
+# Each Spark line keeps its own results: the main line's, Runtime 2.0 (Spark 4.1, ``.venv``), under
+# results/spark4/; the Runtime 1.3 line's (Spark 3.5, ``.venv-runtime13``; ``bench/run.py --runtime13``)
+# under results/, where the figures from when Spark 3.5 was the main line stay.
 SPARK4 = _spark_major() >= 4
 RESULTS = BENCH / "results" / ("spark4" if SPARK4 else "")
-PYTHON = str(ROOT / (".venv-spark4" if SPARK4 else ".venv") / "bin" / "python")
+PYTHON = str(ROOT / (".venv" if SPARK4 else ".venv-runtime13") / "bin" / "python")
 
 # The 1%-changed snapshot, by key: of every 1000 base keys 8 are updated and 1 deleted;
 # N/1000 new keys are appended after the base range.

@@ -5,13 +5,15 @@ bench_push.py) one after another, each in a fresh ``.venv/bin/python`` process (
 own Spark session and driver memory), then writes ``bench/results/summary.json`` with each
 benchmark's headline figure, goal and whether it was met, read from ``bench/results/<name>.json``.
 
-``--spark4`` runs them on the Spark 4 line instead (``.venv-spark4``, made by
-``scripts/setup-env --spark4``); every path below is then under ``bench/results/spark4/``.
+They run on the Spark line of the interpreter that runs this (``.venv``, the main line, Spark 4.1:
+every path below is then under ``bench/results/spark4/``); ``--runtime13`` runs them on the Runtime 1.3
+line instead (``.venv-runtime13``, made by ``scripts/setup-env --runtime13``; results under
+``bench/results/``).
 
 ``--quick`` passes each benchmark its smoke-run sizes; the full results are left untouched: quick
 results go to ``bench/results/quick/<name>.json`` and ``bench/results/quick/summary.json``.
 
-Usage: .venv/bin/python bench/run.py [NAME ...] [--spark4] [--quick] [--timeout 5400] [--list] [--summary]
+Usage: .venv/bin/python bench/run.py [NAME ...] [--runtime13] [--quick] [--timeout 5400] [--list] [--summary]
 (``--summary`` only rewrites summary.json from the result files already there.)
 """
 
@@ -102,14 +104,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all), e.g. diff push")
     parser.add_argument("--quick", action="store_true", help="smoke-run sizes; results under results/quick/")
-    parser.add_argument("--spark4", action="store_true", help="run on .venv-spark4; results/spark4/")
+    parser.add_argument("--runtime13", action="store_true", help="run on .venv-runtime13; results/")
     parser.add_argument("--timeout", type=float, default=5400, help="seconds per benchmark")
     parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     parser.add_argument("--summary", action="store_true", help="only rewrite summary.json from the results")
     args = parser.parse_args()
-    if args.spark4:
-        c.PYTHON = str(c.ROOT / ".venv-spark4" / "bin" / "python")
-        c.RESULTS = c.BENCH / "results" / "spark4"
+    if args.runtime13:
+        c.PYTHON = str(c.ROOT / ".venv-runtime13" / "bin" / "python")
+        c.RESULTS = c.BENCH / "results"
     found = discover()
     if args.list:
         print("\n".join(f"{n}: {p.relative_to(c.ROOT)}" for n, p in found.items()))
