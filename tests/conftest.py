@@ -107,7 +107,10 @@ def lz_hash():
     return tree_hash
 
 
-def pytest_report_header(config):
+def pytest_collection_finish(session):
+    """Say which push kinds the crash matrix kills, when the run has it (tests/reliability/rotation.py)."""
     from tests.reliability import rotation
 
-    return f"crash matrix kills: {rotation.kinds()[1]}"
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and any("test_crash_matrix.py" in item.nodeid for item in session.items):
+        reporter.write_line(f"crash matrix kills: {rotation.kinds()[1]}")
