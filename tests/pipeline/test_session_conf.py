@@ -20,7 +20,7 @@ import pytest
 import openmirror_nb as om
 from openmirror_nb._core.errors import KeyColumnsError
 from openmirror_nb._core.model import ROW_MARKER
-from openmirror_nb._core.pipeline import stage
+from openmirror_nb._core.pipeline import write_session
 
 pytestmark = pytest.mark.spark
 
@@ -215,7 +215,7 @@ def test_fallback_without_a_session_clone_sets_confs_only_for_the_write(
     """Where Spark cannot clone the session, the Parquet confs are set for exactly the write."""
     from pyspark.sql import functions as F
 
-    monkeypatch.setattr(stage, "_isolated", lambda df, conf: None)
+    monkeypatch.setattr(write_session, "isolated", lambda df, conf: None)
     db.push(frame(spark, [(1, T1, "a"), (2, T3, "b")]), table="fallback", keys=["id"])
     assert conf_now(spark) == EXPECTED
     rows = check_parquet(data_files(lz / "fallback")[0])
@@ -233,7 +233,7 @@ def test_session_conf_restores_exactly_across_overlapping_pushes(spark, user_con
     """Two of our pushes overlapping on two threads: the first in saves, the last out restores."""
     conf = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS", UNSET[0]: "CORRECTED"}
     during = {**EXPECTED, **conf}
-    first, second = stage.session_conf(spark, conf), stage.session_conf(spark, conf)
+    first, second = write_session.session_conf(spark, conf), write_session.session_conf(spark, conf)
     entered, leave = threading.Event(), threading.Event()
 
     def other():
@@ -252,7 +252,7 @@ def test_session_conf_restores_exactly_across_overlapping_pushes(spark, user_con
     thread.join(30)
     assert conf_now(spark) == EXPECTED  # the user's INT96 is back, the unset conf unset again
 
-    with pytest.raises(RuntimeError), stage.session_conf(spark, conf):
+    with pytest.raises(RuntimeError), write_session.session_conf(spark, conf):
         assert conf_now(spark) == during
         raise RuntimeError("write failed")
-    assert conf_now(spark) == EXPECTED and not stage._HELD
+    assert conf_now(spark) == EXPECTED and not write_session._HELD

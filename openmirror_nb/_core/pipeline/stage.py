@@ -8,16 +8,13 @@ except those counts and the first few offending keys of a rejected push.
 
 from __future__ import annotations
 
-import functools
 import re
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.model import ROW_MARKER, Compression, TableOptions
-from openmirror_nb._core.pipeline import observed
+from openmirror_nb._core.pipeline import observed, write_session
 from openmirror_nb._core.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -35,8 +32,8 @@ _PLACE = "_om_partition"
 #   reader uses (Spark 3.5's default refuses them; LEGACY would shift them). Spark has no per-write
 #   option for either: the Parquet writer takes both from the SQL conf of the session that runs
 #   the write. So the write runs in a private clone of the user's session that has them set
-#   (``_isolated``); where Spark cannot clone one, they are set for exactly the write
-#   (``session_conf``).
+#   (``write_session.isolated``); where Spark cannot clone one, they are set for exactly the write
+#   (``write_session.session_conf``).
 # - Reading staged Parquet back needs no conf: files Spark 3+ wrote record their calendar in the
 #   footer; the read options only pin files that do not.
 # - INT64 micros are instants, so no Parquet value depends on the session time zone; text files
@@ -69,70 +66,6 @@ class StagedStats:
     null_key_rows: int = 0
     empty_first: bool = False
     fingerprint: int | None = None  # of the rows at their positions, when asked (pipeline.feed_state)
-
-
-# Confs ``session_conf`` holds set, per (session, key): [pushes inside, the user's value].
-_HELD: dict[tuple[int, str], list[Any]] = {}
-_HELD_LOCK = threading.Lock()
-
-
-@contextmanager
-def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
-    """Set SQL confs session-wide for exactly the enclosed write, then put the user's back.
-
-    Only the fallback of ``write_parts`` for a Spark that cannot clone a session: the user's
-    other threads see ``conf`` while the write runs. Our own concurrent pushes share one set:
-    the first in saves the user's values, the last out restores them (unset stays unset).
-    """
-    sid = id(spark)
-    entered: list[str] = []
-    try:
-        with _HELD_LOCK:
-            for key, value in conf.items():
-                held = _HELD.get((sid, key))
-                if held is None:
-                    saved = spark.conf.get(key, None)
-                    spark.conf.set(key, value)
-                    _HELD[(sid, key)] = [1, saved]
-                else:
-                    held[0] += 1
-                entered.append(key)
-        yield
-    finally:
-        with _HELD_LOCK:
-            for key in entered:
-                held = _HELD[(sid, key)]
-                held[0] -= 1
-                if held[0] == 0:
-                    del _HELD[(sid, key)]
-                    if held[1] is None:
-                        spark.conf.unset(key)
-                    else:
-                        spark.conf.set(key, held[1])
-
-
-def _isolated(df: DataFrame, conf: dict[str, str]) -> DataFrame | None:
-    """``df`` bound to a private clone of its session that has ``conf`` set, or ``None`` when
-    this Spark cannot clone one (Spark Connect, or internals that moved).
-
-    The clone copies the session's state (every SQL conf, so the query keeps its meaning) and
-    shares its SparkContext and cache; ``conf`` is set on the clone only, so the user's session
-    is never changed. ``cloneSession`` and ``Dataset.ofRows`` are ``private[sql]`` JVM APIs of
-    classic Spark 3.5 and 4.x (the Dataset class moved to ``sql.classic`` in 4.0).
-    """
-    from pyspark.sql import DataFrame as Frame
-
-    try:
-        jdf: Any = df._jdf
-        jvm: Any = df.sparkSession._jvm
-        clone = jdf.sparkSession().cloneSession()
-        for key, value in conf.items():
-            clone.conf().set(key, value)
-        dataset = functools.reduce(getattr, jdf.getClass().getName().split("."), jvm)
-        frame = Frame(dataset.ofRows(clone, jdf.logicalPlan()), df.sparkSession)
-    except Exception:  # an internal API: any failure only means the bounded session-wide set
-        return None
-    return frame
 
 
 def _text_options(options: TableOptions) -> dict[str, Any]:
@@ -178,21 +111,18 @@ def write_parts(
         *metrics,
     ]
     placed = df.withColumn(_PLACE, F.spark_partition_id())
-    if options.is_delimited:
-        framed = placed.observe(observation, *counted).drop(_PLACE, *hidden)
-        _writer(framed, rows_per_file).options(**_text_options(options)).csv(uri)
-        return observed.counts(observation, spark=df.sparkSession, what=_COUNTS)
     # The observation is attached in the session that runs the write: from Spark 4.3 only the
     # executing session completes an observation (its ObservationManager is no longer a listener
     # that a clone inherits), so one attached before the clone would never be completed.
-    isolated = _isolated(placed, _WRITE_CONF)
-    if isolated is not None:
-        framed = isolated.observe(observation, *counted).drop(_PLACE, *hidden)
+    isolated = None if options.is_delimited else write_session.isolated(placed, _WRITE_CONF)
+    framed = (placed if isolated is None else isolated).observe(observation, *counted).drop(_PLACE, *hidden)
+    if options.is_delimited:
+        _writer(framed, rows_per_file).options(**_text_options(options)).csv(uri)
+    elif isolated is not None:
         _writer(framed, rows_per_file).option("compression", compression).parquet(uri)
     else:
         # Kept only for a Spark without session clones (see _WRITE_CONF): bounded, then restored.
-        framed = placed.observe(observation, *counted).drop(_PLACE, *hidden)
-        with session_conf(df.sparkSession, _WRITE_CONF):
+        with write_session.session_conf(df.sparkSession, _WRITE_CONF):
             _writer(framed, rows_per_file).option("compression", compression).parquet(uri)
     return observed.counts(observation, spark=df.sparkSession, what=_COUNTS)
 
