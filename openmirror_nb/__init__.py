@@ -26,6 +26,7 @@ from openmirror_nb._core.errors import (
     PushCancelledError,
     ReseedError,
     SchemaChangeError,
+    SourceError,
     StorageError,
     UnsupportedTypeError,
 )
@@ -151,6 +152,7 @@ __all__ = [
     "RunStatus",
     "SchemaChangeError",
     "SchemaPlan",
+    "SourceError",
     "SourcePlan",
     "SourceTable",
     "Staging",

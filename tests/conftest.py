@@ -11,8 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from tests import spark_packages
+
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+# Every session the suite starts (in this process, or in one a test starts) has Delta's jars of the
+# line, so Spark's own Delta reader and writer, as a Fabric session has; a session without them is
+# a test's own choice. The newest PySpark has none (Maven Central serves no Delta for it).
+DELTA_JARS = str(spark_packages.jars("delta")) if spark_packages.fetched_for_this_line() else ""
+if DELTA_JARS and "OPENMIRROR_SPARK_JARS" not in os.environ:
+    os.environ["OPENMIRROR_SPARK_JARS"] = DELTA_JARS
 # The values in place before the session changed them (the live OneLake tests restore them).
 AZURE_BEFORE = {
     name: os.environ.get(name) for name in ("AZURE_POD_IDENTITY_AUTHORITY_HOST", "AZURE_TOKEN_CREDENTIALS")
@@ -51,8 +59,8 @@ def no_credentials(monkeypatch, tmp_path):
 
 @pytest.fixture(scope="session")
 def spark():
-    """The local session ``get_spark`` starts, with Spark's own ANSI mode: a notebook's session in
-    Fabric has it, and it is on from Spark 4 (Runtime 2.0), where casts that gave NULL raise. The
+    """The local session ``get_spark`` starts, with Delta (``DELTA_JARS``) and Spark's own ANSI
+    mode: a notebook's session in Fabric has it, and it is on from Spark 4 (Runtime 2.0), where casts that gave NULL raise. The
     session ``get_spark`` starts pins it off on both lines, so the Spark 4 line would never meet it."""
     from openmirror_nb._core.runtime import get_spark
 

@@ -54,6 +54,12 @@ class PathExistsError(StorageError):
     """A no-clobber write or rename found its destination already taken."""
 
 
+class SourceError(OpenMirrorError):
+    """A source (a Delta table's log, data or change files) failed to read for a reason that is
+    not the source's own state: an unreadable or corrupt file, a refused or timed-out request.
+    Nothing was published; the message says what failed."""
+
+
 class LockTimeoutError(OpenMirrorError):
     """Another writer held the table lock for longer than the timeout."""
 

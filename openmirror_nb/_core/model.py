@@ -25,6 +25,10 @@ PushMode = Literal["snapshot", "changes"]
 Convention = Literal["rowmarker", "sys_op", "cdf", "debezium"]
 """How a change feed says what happened to a row (``db.push(mode="changes", convention=...)``):
 contract row markers, SQL Server's ``__$operation``, Delta's change data feed, Debezium events."""
+DeltaReader = Literal["spark", "deltalake"]
+DeltaReaderChoice = Literal["auto", "spark", "deltalake"]
+"""Which reader read a Delta table (``SyncResult.reader``): Spark's own, or ``deltalake``'s log with
+Spark reading the files."""
 
 ROW_MARKER = "__rowMarker__"
 DEFAULT_ROWS_PER_FILE = 1_000_000
@@ -252,6 +256,9 @@ class SyncResult:
             between the two versions) or ``"none"`` (the source had no new version).
         fallback: Why a snapshot diff was pushed instead of the change data feed, if it was.
         push: The push that published it (``None`` when nothing was pushed).
+        reader: Which reader read the source: ``"spark"`` (Spark's own Delta reader, as in a
+            Fabric session) or ``"deltalake"`` (the log through ``deltalake``, the files through
+            Spark).
     """
 
     table: str
@@ -261,6 +268,7 @@ class SyncResult:
     how: Literal["snapshot", "changes", "none"]
     fallback: str | None = None
     push: PushResult | None = None
+    reader: DeltaReader = "spark"
 
     def __repr__(self) -> str:
         span = (
@@ -270,4 +278,4 @@ class SyncResult:
         )
         why = f" (fell back to a snapshot diff: {self.fallback})" if self.fallback else ""
         what = self.push._summary() if self.push else "nothing new"
-        return f"SyncResult({self.table} at source version {span}, {self.how}{why}; {what})"
+        return f"SyncResult({self.table} at source version {span}, {self.how} by {self.reader}{why}; {what})"

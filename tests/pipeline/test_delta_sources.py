@@ -67,10 +67,10 @@ def test_a_feed_with_deletion_vectors_and_change_files_is_mirrored_version_by_ve
 
 def test_the_feed_and_the_snapshot_are_scans_of_the_tables_files(spark, tmp_path, monkeypatch):
     """What keeps a large table off the driver: both frames read the table's own Parquet files."""
-    from openmirror_nb._core.pipeline.delta_sync import DeltaSource
+    from openmirror_nb._core.pipeline.delta.source import DeltaSource
 
     _no_driver_reads(monkeypatch, tmp_path / "source")
-    source = DeltaSource.open(as_of(CDF, tmp_path / "source", 25), spark)
+    source = DeltaSource.open(as_of(CDF, tmp_path / "source", 25), spark, "deltalake")
     root = (tmp_path / "source").as_posix()
     live = {
         "part-00000-6452b8c8-73fb-40ac-a721-90588b728955",
@@ -90,11 +90,13 @@ def test_the_feed_and_the_snapshot_are_scans_of_the_tables_files(spark, tmp_path
     ) == [(24, "delete", i) for i in (2, 3, 4, 5, 6, 9)]
 
 
-def test_deletion_vectors_of_a_databricks_table_hide_their_rows(spark, tmp_path):
+def test_deletion_vectors_of_a_databricks_table_hide_their_rows(spark, tmp_path, reader):
     db = om.connect(tmp_path / "db")
-    first = db.sync_delta(as_of("table-with-dv-small", tmp_path / "s", 0), table="t", keys=["value"])
+    first = db.sync_delta(
+        as_of("table-with-dv-small", tmp_path / "s", 0), table="t", keys=["value"], reader=reader
+    )
     assert first.push.rows == {"initial": 10}
-    second = db.sync_delta(as_of("table-with-dv-small", tmp_path / "s", 1), table="t")
+    second = db.sync_delta(as_of("table-with-dv-small", tmp_path / "s", 1), table="t", reader=reader)
     assert second.how == "snapshot" and "not enabled" in second.fallback  # no feed: a diff
     assert second.push.rows == {"delete": 2}  # DELETE WHERE value IN (0, 9), by deletion vector
     assert mirrored(db, "t", ("value",)) == [(v,) for v in range(1, 9)]

@@ -42,20 +42,20 @@ def _expect_mirror_equals_source(db, source: str) -> None:
     assert mirrored_rows(db, "t", COLUMNS) == expected
 
 
-def test_versions_are_published_one_feed_at_a_time(spark, tmp_path):
+def test_versions_are_published_one_feed_at_a_time(spark, tmp_path, reader):
     source = _source(tmp_path)
     db = om.connect(tmp_path / "db")
-    first = db.sync_delta(source, table="t", keys=["id"])
-    assert (first.how, first.from_version, first.to_version) == ("snapshot", None, 0)
+    first = db.sync_delta(source, table="t", keys=["id"], reader=reader)
+    assert (first.how, first.from_version, first.to_version, first.reader) == ("snapshot", None, 0, reader)
     assert first.push.rows == {"initial": 10}
     DeltaTable(source).update(updates={"v": "v + 1"}, predicate="id < 3")  # version 1
     DeltaTable(source).delete("id = 9")  # version 2
     write_deltalake(source, _rows([3, 50], 7), mode="overwrite", predicate="id in (3, 50)")  # version 3
-    second = db.sync_delta(source, table="t")
+    second = db.sync_delta(source, table="t", reader=reader)
     assert (second.how, second.from_version, second.to_version, second.fallback) == ("changes", 0, 3, None)
     assert second.push.rows == {"delete": 2, "upsert": 5}  # 3 postimages + 2 inserts; 9 and old 3
-    assert "0 -> 3, changes" in repr(second)
-    assert db.sync_delta(source, table="t").how == "none"
+    assert f"0 -> 3, changes by {reader}" in repr(second)
+    assert db.sync_delta(source, table="t", reader=reader).how == "none"
     assert TableFolder.of(db.storage, "t").read_state().source_version == 3
     assert f"synced from: {source} at version 3" in repr(db.describe("t"))
     _expect_mirror_equals_source(db, source)
@@ -87,13 +87,13 @@ def test_a_crash_between_publish_and_commit_neither_skips_nor_repeats(spark, tmp
 
 
 @pytest.mark.parametrize("gone", ["log", "change_files"])
-def test_a_vacuumed_history_falls_back_to_a_snapshot_diff(spark, tmp_path, gone):
+def test_a_vacuumed_history_falls_back_to_a_snapshot_diff(spark, tmp_path, gone, reader):
     path = str(tmp_path / "source")
     config = {"delta.enableChangeDataFeed": "true", "delta.logRetentionDuration": "interval 0 seconds"}
     write_deltalake(path, _rows(range(10), 0), configuration=config)
     source = path
     db = om.connect(tmp_path / "db")
-    db.sync_delta(source, table="t", keys=["id"])
+    db.sync_delta(source, table="t", keys=["id"], reader=reader)
     DeltaTable(source).update(updates={"v": "v + 1"}, predicate="id < 4")  # version 1
     DeltaTable(source).delete("id >= 8")  # version 2
     DeltaTable(source).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
@@ -103,21 +103,24 @@ def test_a_vacuumed_history_falls_back_to_a_snapshot_diff(spark, tmp_path, gone)
         DeltaTable(source).cleanup_metadata()
     else:  # Spark's VACUUM also deletes change files past the retention
         shutil.rmtree(tmp_path / "source" / "_change_data")
-    result = db.sync_delta(source, table="t")
+    result = db.sync_delta(source, table="t", reader=reader)
     assert result.how == "snapshot" and result.fallback and result.to_version == DeltaTable(source).version()
+    assert result.fallback.startswith("no change data feed for versions 1..")
+    assert ("log was cleaned up" if gone == "log" else "was vacuumed") in result.fallback
     assert "fell back to a snapshot diff" in repr(result)
+    assert result.fallback in " ".join(db.status()["t"].notes)
     assert result.push.rows == {"delete": 2, "upsert": 4}  # a diff: only what changed
     _expect_mirror_equals_source(db, source)
 
 
-def test_a_table_without_a_change_feed_is_synced_by_snapshot_diffs(spark, tmp_path):
+def test_a_table_without_a_change_feed_is_synced_by_snapshot_diffs(spark, tmp_path, reader):
     source = _source(tmp_path, feed=False)
     db = om.connect(tmp_path / "db")
-    db.sync_delta(source, table="t", keys=["id"])
+    db.sync_delta(source, table="t", keys=["id"], reader=reader)
     write_deltalake(source, _rows([100], 1), mode="append")  # version 1
-    result = db.sync_delta(source, table="t")
+    result = db.sync_delta(source, table="t", reader=reader)
     assert result.how == "snapshot" and result.push.rows == {"insert": 1}
-    assert result.fallback and "not enabled at version 1" in result.fallback
+    assert result.fallback and "not enabled" in result.fallback
     _expect_mirror_equals_source(db, source)
 
 

@@ -12,6 +12,7 @@ from openmirror_nb._core.model import (
     DEFAULT_ROWS_PER_FILE,
     Compression,
     Convention,
+    DeltaReaderChoice,
     DropResult,
     PushMode,
     PushResult,
@@ -123,7 +124,13 @@ class Writing(DatabaseBase):
         return run_push(self.storage, df, request, resolve(progress))
 
     def sync_delta(
-        self, source: str, *, table: str, keys: Sequence[str] | None = None, compact: bool = False
+        self,
+        source: str,
+        *,
+        table: str,
+        keys: Sequence[str] | None = None,
+        compact: bool = False,
+        reader: DeltaReaderChoice = "auto",
     ) -> SyncResult:
         """Keep ``table`` in step with the Delta table at ``source`` (a path or URI).
 
@@ -131,27 +138,32 @@ class Writing(DatabaseBase):
         publishes its change data feed since the version the table holds (``compact``: only each
         key's net change), committing the new version with the files, so a crash neither skips
         nor repeats a version. Without a feed over that range (not enabled, vacuumed) it pushes
-        a snapshot diff instead and ``SyncResult.fallback`` says why. Outside Fabric the source is
-        read on Spark from its files (deletion vectors, column mapping, partitions, checkpoints),
-        never into the driver; in Fabric by Spark's Delta reader.
+        a snapshot diff instead and ``SyncResult.fallback`` (the log, and the table's notes in
+        ``db.status()``) says why. ``reader``: ``"auto"`` reads with Spark's own Delta reader where
+        the session has Delta (Fabric), else with ``"deltalake"``: the log through ``deltalake``,
+        the files on Spark (deletion vectors, column mapping, partitions, checkpoints), never into
+        the driver; ``SyncResult.reader`` says which ran.
 
         Raises:
             SchemaChangeError: the source changed in a way the mirror cannot absorb (a rename, a
                 type change, a key column gone); the message gives the reseed to run. Nothing is
                 published.
-            NotSupportedError: the source uses a reader feature this reader cannot read.
+            NotSupportedError: the source uses a reader feature ``deltalake`` cannot read.
+            SourceError: the feed is there but could not be read (a corrupt file, a refused
+                request); nothing is published.
 
         Example:
             >>> db.sync_delta("Tables/orders", table="sales.orders", keys=["order_id"])
         """
-        from openmirror_nb._core.pipeline.delta_sync import DeltaSource, sync_delta
+        from openmirror_nb._core.pipeline.delta.source import DeltaSource
+        from openmirror_nb._core.pipeline.delta_sync import sync_delta
         from openmirror_nb._core.pipeline.request import PushRequest
         from openmirror_nb._core.runtime import get_spark
 
         request = PushRequest.snapshot(
             table=table, keys=keys, lock_timeout=self.lock_timeout, partner=self.partner, compact=compact
         )
-        return sync_delta(self.storage, DeltaSource.open(source, get_spark()), request)
+        return sync_delta(self.storage, DeltaSource.open(source, get_spark(), reader), request)
 
     def recover(self, table: str) -> Recovery:
         """Finish an interrupted push of ``table`` and remove what no push will finish.

@@ -59,6 +59,11 @@ class PushState:
         source: The Delta table ``db.sync_delta`` keeps this table in step with, if any.
         source_version: The version of ``source`` the table holds; committed with the push
             that published it, so a crash can neither skip nor repeat a version.
+        source_columns: ``source``'s columns at ``source_version``: (name, physical name, NOT
+            NULL) each, the physical name being the column mapping's (the name without it), so
+            the next sync knows renames, drops and re-adds without the log of this version.
+        source_fallback: Why the sync that brought the table to ``source_version`` pushed a
+            snapshot diff instead of the change data feed (``None``: it did not).
         load_seconds: How long the initial load took to stage (what a reseed costs again).
         streams: Per streaming query id, the last batch id applied (``db.batch_sink``), committed
             with that batch's files: a replayed batch at or below it publishes nothing.
@@ -85,6 +90,8 @@ class PushState:
     last_push: float | None = None
     source: str | None = None
     source_version: int | None = None
+    source_columns: tuple[tuple[str, str, bool], ...] = ()
+    source_fallback: str | None = None
     load_seconds: float | None = None
     # Structured Streaming (db.batch_sink): the exactly-once record, see streaming.sink
     streams: tuple[tuple[str, int], ...] = ()
@@ -125,6 +132,7 @@ class PushState:
         doc["key_columns"] = list(self.key_columns)
         doc["deltas"] = list(self.deltas)
         doc["feed_deltas"] = [list(pair) for pair in self.feed_deltas]
+        doc["source_columns"] = [list(column) for column in self.source_columns]
         return (json.dumps(doc, indent=2) + "\n").encode("utf-8")
 
     @classmethod
@@ -161,6 +169,8 @@ class PushState:
             last_push=_time(doc.get("last_push")),
             source=doc.get("source"),
             source_version=_count(doc.get("source_version")),
+            source_columns=tuple((str(n), str(p), bool(nn)) for n, p, nn in doc.get("source_columns", ())),
+            source_fallback=doc.get("source_fallback"),
             load_seconds=_time(doc.get("load_seconds")),
             streams=tuple((str(q), int(b)) for q, b in doc.get("streams", ())),
             stream=StreamBatch(**doc["stream"]) if doc.get("stream") else None,
@@ -181,6 +191,8 @@ def next_state(
     now: float,
     buckets: int | None = None,
     source: tuple[str, int] | None = None,
+    source_columns: tuple[tuple[str, str, bool], ...] = (),
+    source_fallback: str | None = None,
     seconds: float | None = None,
     stream: StreamBatch | None = None,
     watermark: tuple[str, str] | None = None,
@@ -190,7 +202,8 @@ def next_state(
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
     ``prior`` (``feed_schema``: one that holds the change feed's own files, of that schema); with
     no ``folder`` (the push published nothing) the key state stays as it was.
-    ``source``: the (Delta table, version) the push brings the table to; ``seconds``: how long
+    ``source``: the (Delta table, version) the push brings the table to, with that version's
+    ``source_columns`` and the sync's ``source_fallback``; ``seconds``: how long
     the push took to decide (kept for the initial load, what a reseed costs again); ``stream``:
     the streamed micro-batch this push applies; ``watermark``: the (column, value) a source plan's
     run read up to."""
@@ -228,6 +241,8 @@ def next_state(
         last_push=now,
         source=source[0] if source else before.source,
         source_version=source[1] if source else before.source_version,
+        source_columns=source_columns if source else before.source_columns,
+        source_fallback=source_fallback if source else before.source_fallback,
         load_seconds=seconds if prior is None else before.load_seconds,
         streams=_streams(before.streams, stream),
         stream=stream or before.stream,

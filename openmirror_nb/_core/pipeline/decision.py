@@ -76,6 +76,8 @@ def decide(
         now=now,
         buckets=staged.buckets,
         source=request.source,
+        source_columns=request.source_columns,
+        source_fallback=request.source_fallback,
         seconds=seconds,
         stream=stream,
         watermark=request.watermark,

@@ -51,9 +51,12 @@ class PushRequest:
     compact: bool = False
     strict_delete: bool = False
     # db.sync_delta: the (source, version) this push brings the table to, and the version it
-    # was read against (None: the table's first sync), checked under the table lock.
+    # was read against (None: the table's first sync), checked under the table lock; that
+    # version's columns and why the sync pushed a snapshot diff, if it did (both kept in the state).
     source: tuple[str, int] | None = None
     source_after: int | None = None
+    source_columns: tuple[tuple[str, str, bool], ...] = ()
+    source_fallback: str | None = None
     # db.batch_sink: the micro-batch this push applies, committed with its files; and the
     # columns of a routed feed that order each key's changes without being published
     stream: StreamBatch | None = None

@@ -90,7 +90,8 @@ def _request(runner: Runner, planned: PlannedTable, **fields: object) -> PushReq
 
 
 def _sync(runner: Runner, planned: PlannedTable) -> SyncResult:
-    from openmirror_nb._core.pipeline.delta_sync import DeltaSource, sync_delta
+    from openmirror_nb._core.pipeline.delta.source import DeltaSource
+    from openmirror_nb._core.pipeline.delta_sync import sync_delta
     from openmirror_nb._core.runtime import get_spark
 
     spark = get_spark()

@@ -195,6 +195,11 @@ def _table(
     if mirror is None:
         notes.append("The mirror does not list this table yet.")
     state = found.state
+    if state is not None and state.source_fallback:
+        notes.append(
+            f"Its sync to version {state.source_version} of {state.source} pushed a snapshot diff, "
+            f"not the change data feed: {state.source_fallback}."
+        )
     return TableStatus(
         table=str(ref),
         folder=loc.folder,

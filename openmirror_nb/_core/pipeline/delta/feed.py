@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from openmirror_nb._core.errors import ConfigError
 from openmirror_nb._core.pipeline.delta.deletion_vectors import DeletionVector
+from openmirror_nb._core.pipeline.delta.gone import FeedGone
 from openmirror_nb._core.pipeline.delta.scan import FileRead
 from openmirror_nb._core.pipeline.delta.table_log import Commit, TableRoot, check_readable, fetch_files
 
@@ -45,7 +45,7 @@ def check_feed(uri: str, commits: list[Commit], config: dict[str, Any]) -> None:
         for protocol in commit.of("protocol"):
             check_readable(uri, int(protocol.get("minReaderVersion", 1)), protocol.get("readerFeatures"))
         if str(config.get(CDF_ON, "false")).lower() != "true":
-            raise ConfigError(f"the change data feed is not enabled at version {commit.version} of {uri}")
+            raise FeedGone(f"the change data feed is not enabled at version {commit.version}")
 
 
 def plan_feed(spark: SparkSession, root: TableRoot, columns: TableColumns, commits: list[Commit]) -> FeedPlan:
