@@ -45,12 +45,16 @@ print("KAFKA", kafka.columns)
 """
 
 
-def _child(tmp_path, **env):
+def _env(**env):
     from tests.reliability.harness import child_env
 
+    return child_env(**env)
+
+
+def _child(tmp_path, **env):
     run = subprocess.run(
         [sys.executable, "-c", CHILD, str(tmp_path)],
-        env=child_env(**env),
+        env=_env(**env),
         capture_output=True,
         text=True,
         timeout=600,
@@ -70,8 +74,47 @@ def test_a_session_with_the_lines_packages_has_delta_and_kafka(tmp_path):
     assert "KAFKA ['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType']" in out
 
 
-def test_the_shared_session_has_no_delta(spark):
-    """The suite's session is given no Delta jars: it has neither Delta's extension nor its catalog
-    (a session that does not use Delta pays nothing for it)."""
-    assert "delta" not in (spark.conf.get("spark.sql.extensions", None) or "").lower()
-    assert "delta" not in (spark.conf.get("spark.sql.catalog.spark_catalog", None) or "").lower()
+def test_the_shared_session_has_delta(spark):
+    """The suite's session has Delta's extension and catalog (tests/conftest.py gives it the jars),
+    as a Fabric session has: ``sync_delta`` takes Spark's own Delta reader there by default."""
+    assert "delta" in (spark.conf.get("spark.sql.extensions", None) or "").lower()
+    assert "delta" in (spark.conf.get("spark.sql.catalog.spark_catalog", None) or "").lower()
+
+
+WITHOUT_DELTA = r"""
+import sys
+import deltalake, pyarrow as pa
+import openmirror_nb as om
+
+root = sys.argv[1]
+spark = om.get_spark()
+print("EXTENSIONS", spark.conf.get("spark.sql.extensions", None))
+deltalake.write_deltalake(f"{root}/src", pa.table({"id": [1, 2]}), configuration={"delta.enableChangeDataFeed": "true"})
+db = om.connect(f"{root}/db")
+print("SYNC", db.sync_delta(f"{root}/src", table="t", keys=["id"]).reader)
+deltalake.write_deltalake(f"{root}/src", pa.table({"id": [3]}), mode="append")
+second = db.sync_delta(f"{root}/src", table="t")
+print("AGAIN", second.reader, second.how, second.push.rows)
+try:
+    db.sync_delta(f"{root}/src", table="t", reader="spark")
+except om.ConfigError as exc:
+    print("REFUSED", exc)
+"""
+
+
+def test_a_session_without_delta_syncs_with_deltalake(tmp_path):
+    """A session started without Delta's jars (a plain local Spark) has no Delta extension, and
+    ``sync_delta`` reads with ``deltalake`` there, by the change data feed; asking for Spark's
+    reader is refused with the way to get it."""
+    run = subprocess.run(
+        [sys.executable, "-c", WITHOUT_DELTA, str(tmp_path)],
+        env=_env(OPENMIRROR_SPARK_JARS=""),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "EXTENSIONS None" in run.stdout
+    assert "SYNC deltalake" in run.stdout
+    assert "AGAIN deltalake changes {'insert': 1}" in run.stdout
+    assert "REFUSED reader='spark' needs a Spark session with Delta" in run.stdout

@@ -49,6 +49,7 @@ class DeltaSource:
     spark: SparkSession
     reader: DeltaReader
     _versions: dict[int | None, Version] = field(default_factory=dict, compare=False, repr=False)
+    _columns: dict[int, TableColumns] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def open(cls, uri: str, spark: SparkSession, reader: str = "auto") -> DeltaSource:
@@ -93,9 +94,11 @@ class DeltaSource:
 
     def columns(self, version: int) -> TableColumns:
         """The columns at ``version`` with their physical names, from the log."""
-        if self.spark_delta:
-            return columns_at(self.spark, self.uri, version)
-        return self._at(version).columns
+        if not self.spark_delta:
+            return self._at(version).columns
+        if version not in self._columns:
+            self._columns[version] = columns_at(self.spark, self.uri, version)
+        return self._columns[version]
 
     def snapshot(self, version: int) -> DataFrame:
         if self.spark_delta:
