@@ -113,6 +113,34 @@ def test_a_vacuumed_history_falls_back_to_a_snapshot_diff(spark, tmp_path, gone,
     _expect_mirror_equals_source(db, source)
 
 
+def test_a_change_file_that_cannot_be_read_stops_the_sync_it_is_not_diffed(spark, tmp_path, lz_hash, reader):
+    """A feed that is there but fails to read (a corrupt file here; an HTTP 503 or an expired
+    token in Fabric) is no reason to rewrite the table from a diff: the sync stops with one
+    scrubbed line, nothing published, and goes on from the same version once the file is back."""
+    folder = tmp_path / "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu"  # a path that looks like a token
+    source = str(folder)
+    write_deltalake(source, _rows(range(10), 0), configuration={"delta.enableChangeDataFeed": "true"})
+    db = om.connect(tmp_path / "db")
+    db.sync_delta(source, table="t", keys=["id"], reader=reader)
+    DeltaTable(source).update(updates={"v": "v + 1"}, predicate="id < 4")  # version 1: change files
+    files = sorted((folder / "_change_data").rglob("*.parquet"))
+    kept = {f: f.read_bytes() for f in files}
+    for file in files:
+        file.write_bytes(b"not a parquet file")
+    before = lz_hash(db.target.landing_zone)
+    with pytest.raises(om.SourceError) as error:
+        db.sync_delta(source, table="t", reader=reader)
+    message = str(error.value)
+    assert "versions 1..1" in message and "still holds version 0" in message and "\n" not in message
+    assert "c2VjcmV0LXRva2Vu" not in message and "***" in message
+    assert lz_hash(db.target.landing_zone) == before
+    for file, content in kept.items():
+        file.write_bytes(content)
+    again = db.sync_delta(source, table="t", reader=reader)
+    assert (again.how, again.from_version, again.fallback) == ("changes", 0, None)
+    _expect_mirror_equals_source(db, source)
+
+
 def test_a_table_without_a_change_feed_is_synced_by_snapshot_diffs(spark, tmp_path, reader):
     source = _source(tmp_path, feed=False)
     db = om.connect(tmp_path / "db")

@@ -1,7 +1,8 @@
-"""A Spark catalog database as a source, with Parquet tables (no Delta catalog runs here): its
-tables and persistent views (not the session's temporary views), their columns and row counts (the
-catalog's statistics when analyzed), keys suggested from the rows, and a view whose column the
-landing zone cannot hold planned with that problem."""
+"""A Spark catalog database as a source, with Parquet tables (Delta tables of a catalog:
+test_delta_sources_spark.py): its tables and persistent views (not the session's temporary views),
+their columns and row counts (the catalog's statistics when analyzed), keys suggested from the
+rows, a view whose column the landing zone cannot hold planned with that problem, and no Delta
+location for a table or view that is not Delta."""
 
 from __future__ import annotations
 
@@ -77,3 +78,12 @@ def test_read_and_an_unknown_database(shop, spark):
     ):
         om.Catalog("om_catalog_sourse").discover()
     assert shop == om.Catalog(DATABASE) and repr(shop) == f"Catalog({DATABASE!r})"
+
+
+def test_a_table_or_view_that_is_not_delta_has_no_delta_location(shop, spark):
+    """What a run of a saved plan's delta_sync meets when the table became another kind: said so."""
+    from openmirror_nb._core.sources.ranges import delta_location
+
+    for name in ("orders", "gaps"):  # a Parquet table (DESCRIBE DETAIL gives its folder), a view
+        with pytest.raises(om.ConfigError, match=rf"Table '{name}' of .* has no Delta location"):
+            delta_location(shop, name, spark)

@@ -1,7 +1,9 @@
 """A folder of Delta tables (written by deltalake, plus a Databricks table with deletion vectors)
 as a source: tables one and two levels down (a Lakehouse with schemas), NOT NULL and identity
-columns, row counts from the log (deletion vectors subtracted), the change data feed planned as
-delta_sync; the same folder listed through Spark's Hadoop file system as a URL."""
+columns, row counts (deletion vectors subtracted), the change data feed planned as delta_sync,
+each described by both branches (Spark's Delta reader, which the suite's session has as Fabric's
+does; the log by deltalake, as a session without Delta has it); the same folder listed through
+Spark's Hadoop file system as a URL. Tables Spark's Delta writer made: test_delta_sources_spark.py."""
 
 from __future__ import annotations
 
@@ -23,16 +25,42 @@ IDENTITY = {
 }
 
 
+@pytest.fixture(params=["spark", "deltalake"])
+def reader(request, spark, monkeypatch):
+    """The branch ``DeltaFolder`` describes each table by, and a count of the tables the log
+    branch (``_by_log``) described: Spark's Delta reader where the session has Delta, else the
+    log by ``deltalake`` (forced here by a session that seems to have no Delta)."""
+    from openmirror_nb._core.pipeline.delta import source
+    from openmirror_nb._core.sources import delta_folder
+
+    if request.param == "spark" and not source.spark_has_delta(spark):
+        pytest.skip("this Spark line has no Delta jars (Maven Central serves none for it)")
+    if request.param == "deltalake":
+        monkeypatch.setattr(source, "spark_has_delta", lambda _session: False)
+    by_log = delta_folder._by_log
+    described: list[str] = []
+
+    def spy(name, uri):
+        described.append(name)
+        return by_log(name, uri)
+
+    monkeypatch.setattr(delta_folder, "_by_log", spy)
+    return request.param, described
+
+
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
     root = tmp_path_factory.mktemp("lakehouse") / "Tables"
     orders = pa.schema([pa.field("order_id", pa.int64(), nullable=False), pa.field("status", pa.string())])
     write_deltalake(root / "orders", pa.table({"order_id": [1, 2, 3], "status": ["a", "b", "b"]}, schema=orders),
                     configuration={"delta.enableChangeDataFeed": "true"})  # fmt: skip
-    events = pa.schema(
-        [pa.field("event_id", pa.int64(), nullable=False, metadata=IDENTITY), pa.field("kind", pa.string())]
-    )
-    write_deltalake(root / "events", pa.table({"event_id": [1, 2], "kind": ["x", "x"]}, schema=events))
+    countdown = {**IDENTITY, "delta.identity.start": "10", "delta.identity.step": "-1"}  # not increasing
+    events = pa.schema([
+        pa.field("event_id", pa.int64(), nullable=False, metadata=IDENTITY), pa.field("kind", pa.string()),
+        pa.field("countdown", pa.int64(), nullable=False, metadata=countdown),
+    ])  # fmt: skip
+    write_deltalake(root / "events", pa.table({"event_id": [1, 2], "kind": ["x", "x"], "countdown": [10, 9]},
+                                              schema=events))  # fmt: skip
     write_deltalake(root / "sales" / "items", pa.table({"sku": ["A", "B"], "qty": [1, 1]}))
     write_deltalake(root / "sales" / "items", pa.table({"sku": ["C"], "qty": [2]}), mode="append")
     shutil.copytree(DATA / "table-with-dv-small", root / "dv_small")
@@ -42,8 +70,10 @@ def tables(tmp_path_factory):
     return root
 
 
-def test_tables_one_and_two_levels_down_with_their_facts(tables, spark):
+def test_tables_one_and_two_levels_down_with_their_facts(tables, reader):
     found = {t.name: t for t in om.DeltaFolder(tables).discover()}
+    branch, by_log = reader
+    assert sorted(by_log) == ([] if branch == "spark" else sorted(found))  # the branch meant ran
     assert sorted(found) == ["dv_small", "events", "orders", "sales/items"]
     assert {n: t.rows for n, t in found.items()} == {
         "dv_small": 8,
@@ -58,6 +88,7 @@ def test_tables_one_and_two_levels_down_with_their_facts(tables, spark):
         ("order_id", "bigint", False), ("status", "string", True),
     ]  # fmt: skip
     assert found["events"].increasing == ("event_id",) and found["orders"].increasing == ()
+    assert all(t.unreadable is None for t in found.values())
 
 
 def test_the_plan_syncs_a_change_feed_and_suggests_keys_from_the_rows(tables, db):

@@ -95,8 +95,10 @@ def _failed(exc: Exception, uri: str, held: int, now: int) -> Exception:
     if isinstance(exc, OpenMirrorError):
         return exc
     return SourceError(
-        f"Reading the change data feed of {uri} (versions {held + 1}..{now}) failed; nothing was "
-        f"published and the table still holds version {held}: {user_line(exc)}"
+        scrub(
+            f"Reading the change data feed of {uri} (versions {held + 1}..{now}) failed; nothing was "
+            f"published and the table still holds version {held}: {user_line(exc)}"
+        )
     )
 
 

@@ -1,6 +1,8 @@
 """``om.Catalog``: the tables of a Spark catalog database, such as a Fabric Lakehouse or one of
 its schemas. Spark's catalog keeps no key constraints, so keys are suggested from the rows (or
-declared); a Delta table with its change data feed on is planned for ``delta_sync``."""
+declared); a Delta table with its change data feed on is planned for ``delta_sync``. A Delta
+table's NOT NULL and identity columns and its change data feed are read from its log, where
+Spark's Delta reader keeps them (``delta_folder.delta_facts``)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _STATS_ROWS = re.compile(r"([0-9]+) rows")
-_CDF_ON = "delta.enablechangedatafeed=true"
-IDENTITY = "delta.identity.start"  # a Delta identity column's field metadata (Delta PROTOCOL.md)
+_DETAILS = "# Detailed Table Information"  # DESCRIBE TABLE EXTENDED: the table's rows follow it
 
 
 class Catalog:
@@ -73,20 +74,27 @@ class Catalog:
     def _describe(self, spark: SparkSession, name: str, view: bool) -> SourceTable:
         try:
             frame = self.read(name)
-            detail = {
-                str(r[0]).strip(): str(r[1] or "")
-                for r in spark.sql(f"DESCRIBE TABLE EXTENDED {self.qualified(name)}").collect()
-            }
+            described = spark.sql(f"DESCRIBE TABLE EXTENDED {self.qualified(name)}").collect()
+            detail = _details(described)
+            delta = detail.get("Provider", "").lower() == "delta"
+            facts = self._delta_facts(spark, name) if delta else {}
             stats = _STATS_ROWS.search(detail.get("Statistics", ""))
             rows = int(stats.group(1)) if stats else None if view else frame.count()
         except Exception as exc:  # one table Spark cannot read must not hide the others
             return SourceTable(
                 name, unreadable=f"Spark cannot read it ({user_line(exc)}); leave it out (enabled: false)"
             )
-        delta = detail.get("Provider", "").lower() == "delta"
-        feed = delta and _CDF_ON in detail.get("Table Properties", "").replace(" ", "").lower()
-        identity = tuple(f.name for f in frame.schema.fields if IDENTITY in f.metadata)
-        return source_table(name, frame.schema, rows=rows, change_feed=feed, increasing=identity)
+        return source_table(name, frame.schema, rows=rows, **facts)
+
+    def _delta_facts(self, spark: SparkSession, name: str) -> dict[str, Any]:
+        """A Delta table's NOT NULL and identity columns and change data feed, from its log (the
+        table a catalog names is a Delta table only where the session has Spark's Delta reader)."""
+        from openmirror_nb._core.pipeline.delta.source import DeltaSource
+        from openmirror_nb._core.sources.delta_folder import delta_facts
+        from openmirror_nb._core.sources.ranges import delta_location
+
+        source = DeltaSource.open(delta_location(self, name, spark), spark, "spark")
+        return delta_facts(source, source.version())
 
     def to_dict(self) -> dict[str, Any]:
         """The source as a saved plan holds it."""
@@ -100,3 +108,11 @@ class Catalog:
 
     def __repr__(self) -> str:
         return f"Catalog({self.database!r})"
+
+
+def _details(described: list[Any]) -> dict[str, str]:
+    """``DESCRIBE TABLE EXTENDED``'s rows about the table (``Provider``, ``Statistics``, ...), not
+    those of its columns: a column named ``Provider`` is not the table's provider."""
+    names = [str(r[0]).strip() for r in described]
+    starts = names.index(_DETAILS) if _DETAILS in names else 0
+    return {names[i]: str(r[1] or "") for i, r in enumerate(described) if i >= starts}

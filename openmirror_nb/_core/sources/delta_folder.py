@@ -3,7 +3,9 @@
 
 A local folder is listed directly, a URL (``abfss://``, ``file://``) through Spark's Hadoop file
 system. Each table is described by Spark's Delta reader where the session has it (Fabric), else
-from its log by ``deltalake``: row counts from the log's statistics, no table read.
+from its log by ``deltalake``: row counts from the log's statistics, no table read. Either way its
+NOT NULL and identity columns come from the log's schema: Spark's reader keeps no identity
+metadata in the schema of the frames it reads.
 """
 
 from __future__ import annotations
@@ -14,15 +16,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ConfigError, user_line
-from openmirror_nb._core.sources.catalog import IDENTITY
 from openmirror_nb._core.sources.table import SourceKind, SourceTable, source_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from openmirror_nb._core.pipeline.delta.source import DeltaSource
+
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 LOG = "_delta_log"
 CDF = "delta.enableChangeDataFeed"
+# A Delta identity column's field metadata in the log (Delta PROTOCOL.md, "Identity Columns").
+IDENTITY = "delta.identity.start"
+IDENTITY_STEP = "delta.identity.step"
 
 
 class DeltaFolder:
@@ -90,12 +96,16 @@ class DeltaFolder:
         return read_delta(self.uri(table))
 
     def _describe(self, spark: SparkSession, name: str) -> SourceTable:
-        from openmirror_nb._core.pipeline.delta_sync import DeltaSource
+        from openmirror_nb._core.pipeline.delta.source import DeltaSource
 
         uri = self.uri(name)
         try:
-            if DeltaSource.open(uri, spark).spark_delta:
-                return _by_spark(spark, name, uri)
+            source = DeltaSource.open(uri, spark)
+            if source.spark_delta:
+                version = source.version()
+                frame = source.snapshot(version)
+                rows = frame.count()  # Delta answers a count from its log's statistics
+                return source_table(name, frame.schema, rows=rows, **delta_facts(source, version))
             return _by_log(name, uri)
         except Exception as exc:  # one table that cannot be read must not hide the others
             return SourceTable(
@@ -116,33 +126,40 @@ class DeltaFolder:
         return f"DeltaFolder({self.path!r})"
 
 
+def delta_facts(source: DeltaSource, version: int) -> dict[str, Any]:
+    """What the log of ``source`` (Spark's Delta reader) says of it at ``version``: its NOT NULL
+    and identity columns and whether its change data feed is on (``source_table``'s facts)."""
+    detail = source.spark.sql(f"DESCRIBE DETAIL delta.`{source.uri.replace('`', '``')}`").first()
+    properties = dict(detail["properties"] or {}) if detail is not None else {}
+    return {**_field_facts(source.columns(version).fields), "change_feed": _on(properties.get(CDF))}
+
+
 def _by_log(name: str, uri: str) -> SourceTable:
     from openmirror_nb._core.pipeline.delta.reader import row_count
     from openmirror_nb._core.pipeline.delta.table_log import open_version
 
     at = open_version(uri)
-    fields = at.columns.fields
     return source_table(
         name,
         at.columns.logical(),
-        not_null=frozenset(f["name"] for f in fields if not f.get("nullable", True)),
-        increasing=tuple(f["name"] for f in fields if IDENTITY in f.get("metadata", {})),
         rows=row_count(at),
-        change_feed=str(at.config.get(CDF, "")).lower() == "true",
+        change_feed=_on(at.config.get(CDF)),
+        **_field_facts(at.columns.fields),
     )
 
 
-def _by_spark(spark: SparkSession, name: str, uri: str) -> SourceTable:
-    frame = spark.read.format("delta").load(uri)
-    detail = spark.sql(f"DESCRIBE DETAIL delta.`{uri.replace('`', '``')}`").first()
-    properties = dict(detail["properties"] or {}) if detail is not None else {}
-    return source_table(
-        name,
-        frame.schema,
-        increasing=tuple(f.name for f in frame.schema.fields if IDENTITY in f.metadata),
-        rows=frame.count(),  # Delta answers a count from its log's statistics
-        change_feed=str(properties.get(CDF, "")).lower() == "true",
-    )
+def _field_facts(fields: list[dict[str, Any]]) -> dict[str, Any]:
+    """The NOT NULL columns and the identity columns that count up (a negative step counts down)
+    of a Delta schema's top-level ``fields``."""
+    meta = {f["name"]: f.get("metadata") or {} for f in fields}
+    return {
+        "not_null": frozenset(f["name"] for f in fields if not f.get("nullable", True)),
+        "increasing": tuple(n for n, m in meta.items() if IDENTITY in m and int(m.get(IDENTITY_STEP, 1)) > 0),
+    }
+
+
+def _on(value: object) -> bool:
+    return str(value or "").strip().lower() == "true"
 
 
 def _visible(names: list[str]) -> list[str]:

@@ -40,13 +40,17 @@ def split(source: Source, planned: PlannedTable, frame: DataFrame) -> DataFrame:
 
 
 def delta_location(source: Source, table: str, spark: SparkSession) -> str:
-    """Where the Delta table ``table`` of ``source`` keeps its files (what ``sync_delta`` reads)."""
+    """Where the Delta table ``table`` of ``source`` keeps its files (what ``sync_delta`` reads):
+    a catalog table's location as ``DESCRIBE DETAIL`` gives it, when the table is a Delta table."""
     if isinstance(source, DeltaFolder):
         return source.uri(table)
     qualified = getattr(source, "qualified", None)
     if source.kind == "catalog" and qualified is not None:
-        detail = spark.sql(f"DESCRIBE DETAIL {qualified(table)}").first()
-        if detail is not None and detail["location"]:
+        try:  # a view, or a session without Delta (no DESCRIBE DETAIL), has no Delta location
+            detail = spark.sql(f"DESCRIBE DETAIL {qualified(table)}").first()
+        except Exception:
+            detail = None
+        if detail is not None and str(detail["format"]).lower() == "delta" and detail["location"]:
             return str(detail["location"])
     raise ConfigError(
         f"Table {table!r} of {source!r} has no Delta location to sync from; use strategy: snapshot for it."
