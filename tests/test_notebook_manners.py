@@ -205,7 +205,13 @@ print("JARS", mine.sparkContext.getConf().get("spark.jars", "none"))
 def started():
     """Both scripts, each in a fresh Python with a fresh JVM, run side by side to save time."""
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
-    for name in ("PYSPARK_SUBMIT_ARGS", "SPARK_SUBMIT_OPTS", "SPARK_CONF_DIR", "JAVA_TOOL_OPTIONS"):
+    for name in (
+        "PYSPARK_SUBMIT_ARGS",
+        "SPARK_SUBMIT_OPTS",
+        "SPARK_CONF_DIR",
+        "JAVA_TOOL_OPTIONS",
+        "OPENMIRROR_SPARK_JARS",
+    ):
         env.pop(name, None)
     runs = {
         name: subprocess.Popen(

@@ -116,5 +116,5 @@ def test_a_session_without_delta_syncs_with_deltalake(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "EXTENSIONS None" in run.stdout
     assert "SYNC deltalake" in run.stdout
-    assert "AGAIN deltalake changes {'insert': 1}" in run.stdout
+    assert "AGAIN deltalake changes {'upsert': 1}" in run.stdout  # an insert is an upsert (marker 4)
     assert "REFUSED reader='spark' needs a Spark session with Delta" in run.stdout
