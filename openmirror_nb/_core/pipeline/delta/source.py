@@ -102,6 +102,7 @@ class DeltaSource:
 
     def snapshot(self, version: int) -> DataFrame:
         if self.spark_delta:
+            self._field_ids(self.columns(version))
             return self.spark.read.format("delta").option("versionAsOf", version).load(self.uri)
         return snapshot_of(self.spark, self._read(version))
 
@@ -120,7 +121,7 @@ class DeltaSource:
         # Spark's reader refuses a range across a column mapping schema change (a drop, a rename):
         # the range is read in stretches of one schema each, every column found by physical name.
         commits = read_commits(self.spark, TableRoot.of(self.uri), after + 1, upto)
-        end = self.columns(upto)
+        end = self._field_ids(self.columns(upto))
         stretches, schema, first = [], None, after + 1
         for commit in commits:
             for meta in commit.of("metaData"):
@@ -166,11 +167,21 @@ class DeltaSource:
 
     def _read(self, version: int) -> Version:
         at = self._at(version)
-        if at.columns.mode == "id":
-            # Spark matches Parquet columns by field id only with this on; it changes no read
-            # whose schema has no field ids. Set for the session: frames are read lazily.
-            self.spark.conf.set(FIELD_ID_READ, "true")
+        self._field_ids(at.columns)
         return at
+
+    def _field_ids(self, columns: TableColumns) -> TableColumns:
+        if columns.mode == "id":
+            # Spark matches Parquet columns by field id only with this on (Delta 3.2's reader
+            # refuses an id-mapped table without it); it changes no read whose schema has no
+            # field ids. Set for the session: frames are read lazily.
+            self.spark.conf.set(FIELD_ID_READ, "true")
+            if self.spark_delta:
+                # Delta 3.2 checks the conf of the JVM thread's active session, which a thread
+                # may have inherited from a push's private clone of the session: make it ours.
+                jvm: Any = self.spark._jvm
+                jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
+        return columns
 
     def _at(self, version: int | None) -> Version:
         if version not in self._versions:
