@@ -15,9 +15,10 @@ from tests import spark_packages
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-# Every session the suite starts (in this process, or in one a test starts) has Delta's jars of the
-# line, so Spark's own Delta reader and writer, as a Fabric session has; a session without them is
-# a test's own choice. The newest PySpark has none (Maven Central serves no Delta for it).
+# The suite's session (and each notebook kernel's, which inherits this) has Delta's jars of the line,
+# so Spark's own Delta reader and writer, as a Fabric session has; the short-lived children of
+# tests/reliability/harness.child_env get them only when asked. The newest PySpark has none (Maven
+# Central serves no Delta for it).
 DELTA_JARS = str(spark_packages.jars("delta")) if spark_packages.fetched_for_this_line() else ""
 if DELTA_JARS and "OPENMIRROR_SPARK_JARS" not in os.environ:
     os.environ["OPENMIRROR_SPARK_JARS"] = DELTA_JARS

@@ -43,6 +43,11 @@ CDF = "'delta.enableChangeDataFeed' = 'true'"
 
 
 EVERY_VERSION = os.environ.get("OPENMIRROR_DELTA_EVERY_VERSION") == "1"
+# CI's Runtime 1.3 line (Delta 3.2, beside the main steps on two cores) runs the tables where its
+# Delta differs from 4.2 in what the readers meet: deletion vectors, id mapping (the field-id conf),
+# its error classes for a vacuumed feed, the calendar of old timestamps. CI runs every table on the
+# main line; scripts/soak runs every table on both lines.
+RUNTIME13_IN_CI = frozenset({"deletion_vectors", "mapping_id", "timestamps", "vacuumed_partly"})
 
 
 @dataclass(frozen=True)
@@ -273,6 +278,8 @@ def test_every_version_of_a_table_spark_wrote_is_mirrored_by_both_readers(writte
     scenarios = _scenarios(_line())
     if name not in scenarios:
         pytest.skip(f"{name}: not written by the Delta of {_line()}")
+    if _line() == "spark-3.5" and not EVERY_VERSION and name not in RUNTIME13_IN_CI:
+        pytest.skip(f"{name}: on Spark 3.5 in scripts/soak (CI runs it on the main line)")
     create, steps = scenarios[name]
     path = str(tmp_path / "source")
     sql_name = f"delta.`{path}`"

@@ -34,7 +34,9 @@ WAIT = 600.0  # generous upper bound for any wait; never an assertion about spee
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENMIRROR_CRASH_AT"}
+    # No kill point, and no Delta jars (tests/conftest.py gives them to the suite's sessions): a
+    # child that needs Delta is given them in ``extra``.
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENMIRROR_CRASH_AT", "OPENMIRROR_SPARK_JARS")}
     env.update(
         SPARK_LOCAL_IP="127.0.0.1",
         PYSPARK_PYTHON=sys.executable,
