@@ -1,9 +1,9 @@
 """The import direction of design.md §3, so the layering cannot silently erode.
 
-``model, table_names, errors <- landing_zone, storage <- pipeline <- api <- magics | widgets | cli``, with the
-local mirror, the Fabric service surfaces and ``table_info`` beside ``pipeline``. The skins (magics,
-panels, command line, demo) see the API only as a notebook does: through the package root. Every import of
-every module counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included: a cycle
+``model, table_names, identifiers, errors <- landing_zone, storage <- pipeline <- api <- magics | widgets |
+cli``, with the local mirror, the Fabric service surfaces and ``table_info`` beside ``pipeline``. The skins
+(magics, panels, command line, demo) see the API only as a notebook does: through the package root. Every
+import of every module counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included: a cycle
 hidden behind a lazy import is still a cycle.
 """
 
@@ -15,8 +15,9 @@ from pathlib import Path
 import openmirror_nb
 
 PACKAGE = Path(openmirror_nb.__file__).parent
-BASE = {"errors", "table_names", "model", "target", "runtime", "progress", "moved"}
-SKINS = {"magics", "widgets", "cli", "demo", "grammar"}
+BASE = {"errors", "table_names", "identifiers", "model", "target", "runtime", "progress", "moved"}
+BASE |= {"feed_options"}  # om.FeedOptions: a value like the model's, that every layer passes on
+SKINS = {"magics", "widgets", "cli", "demo", "grammar", "push_flags"}
 SKIN_API = {"__init__", "errors"} | SKINS
 # What each part of the package may import (besides itself).
 ALLOWED: dict[str, set[str]] = {
@@ -26,9 +27,14 @@ ALLOWED: dict[str, set[str]] = {
     "target": {"errors"},
     "runtime": {"errors"},
     "progress": {"errors", "model"},
-    "grammar": {"__init__", "errors"},  # the skins' verb table: choices from the root's Literal types
+    # the skins' verb table: choices from the root's Literal types, the push and stream flags
+    "grammar": {"__init__", "errors", "push_flags"},
+    # the push and stream verbs' flags (change feed, files) and the API keywords they make
+    "push_flags": {"__init__", "errors"},
+    "feed_options": {"errors", "model"},  # om.FeedOptions: a change feed's options, one value
     "_core": set(),
     "moved": set(),  # its __init__ only says what it is
+    "identifiers": set(),  # quoting a name for Spark SQL: the pipeline, the mirror and sources share it
     "__main__": {"cli"},
     "storage": BASE,
     "landing_zone": BASE | {"storage"},
@@ -67,6 +73,7 @@ ALLOWED: dict[str, set[str]] = {
         "errors",
         "table_names",
         "model",
+        "feed_options",
         "progress",
         "runtime",
         "api",

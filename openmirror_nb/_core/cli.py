@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from openmirror_nb import ConfigError, OpenMirrorError
 from openmirror_nb._core.errors import user_line
-from openmirror_nb._core.grammar import PROGS, add_verbs, push_keywords
+from openmirror_nb._core.grammar import PROGS, add_verbs
+from openmirror_nb._core.push_flags import push_keywords
 
 if TYPE_CHECKING:
     from openmirror_nb import MirrorRun
@@ -124,7 +125,7 @@ def mirror_command(
 
 
 def _push(args: argparse.Namespace) -> int:
-    """``db.push(spark.read.parquet(DF), table=T, ...)``."""
+    """``db.push(spark.read.parquet(DF), table=T, keys=[K, ...], feed=om.FeedOptions(...), ...)``."""
     from openmirror_nb import connect, get_spark
 
     if args.df is None:

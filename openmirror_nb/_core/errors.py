@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 
 class OpenMirrorError(Exception):
@@ -163,18 +163,40 @@ def scrub(text: str) -> str:
     return text
 
 
-def user_line(exc: BaseException, what: str | None = None) -> str:
-    """The one line a user sees for ``exc``, in a panel's status line, a status note or a job's log.
+def user_line(
+    exc: BaseException, what: str | None = None, *, hide: Callable[[str], str] | None = None
+) -> str:
+    """The one line a user sees for ``exc``: in a panel's status line, a status note, a job's log,
+    or inside the message of an error that wraps it. Every exception said in one line goes here.
 
-    An ``OpenMirrorError`` says it in its own message. Any other error (Spark's, the Azure SDK's,
-    the OS's) becomes ``Type: text`` with its whitespace folded and its text cut at
-    ``LINE_LIMIT`` characters. Secrets are scrubbed from both; ``what`` prefixes the line as
-    ``what: ...``.
+    An ``OpenMirrorError`` says it in its own message. An error from the JVM as py4j raises it
+    (it carries ``java_exception``) is the Java exception's ``Class: message``, not py4j's text
+    with the Java stack trace. Any other error (Spark's, the Azure SDK's, the OS's) becomes
+    ``Type: text``. Whitespace is folded, a foreign error's text cut at ``LINE_LIMIT``
+    characters; ``what`` prefixes the line as ``what: ...``; secrets are scrubbed from the whole
+    line, ``what`` included. ``hide`` removes the caller's own secrets (a source's password) from
+    the error's text, before it is cut, so no part of one is left at the cut.
     """
-    text = scrub(" ".join(str(exc).split()))
+    java = _java_text(exc)
+    text = " ".join((java or str(exc)).split())
+    text = scrub(hide(text) if hide is not None else text)
     if not isinstance(exc, OpenMirrorError):
         if len(text) > LINE_LIMIT:
             text = text[: LINE_LIMIT - 1].rstrip() + "…"
-        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        if not java:
+            text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     text = text or type(exc).__name__
-    return f"{what}: {text}" if what else text
+    return f"{scrub(what)}: {text}" if what else text
+
+
+def _java_text(exc: BaseException) -> str:
+    """``Class: message`` of the Java exception a py4j error carries (empty when there is none, or
+    the JVM cannot be asked: the gateway may be gone by the time the error is shown)."""
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return ""
+    try:
+        name, message = java.getClass().getSimpleName(), java.getMessage()
+    except Exception:  # a dead gateway: py4j's own text is what is left
+        return ""
+    return f"{name}: {message}" if message else str(name)

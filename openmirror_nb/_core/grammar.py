@@ -4,8 +4,10 @@ built from.
 A verb has one shape wherever both skins have it, the magic's (``drop T``, ``status [T]``,
 ``push DF --table T``); the command line adds the database as ``--db PATH``, where the magic has
 ``connect``. Choices come from the API's ``Literal`` types, so a new convention or compression
-reaches both grammars at once. What each verb does lives with its skin (``magics.commands``,
-``cli``); this module holds only names, help and arguments, and imports no IPython.
+reaches both grammars at once; the flags of a change feed and a push's files, and the API
+keywords they make, are ``push_flags``'. What each verb does lives with its skin
+(``magics.commands``, ``cli``); this module holds only names, help and arguments, and imports no
+IPython.
 """
 
 from __future__ import annotations
@@ -15,14 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from openmirror_nb import (
-    DEFAULT_ROWS_PER_FILE,
-    Compression,
-    Convention,
-    FileFormat,
-    PushMode,
-    TableOptions,
-)
+from openmirror_nb import PushMode
+from openmirror_nb._core.push_flags import FEED_FLAGS, FEED_USAGE, FILE_FLAGS, names
 
 Skin = Literal["magic", "cli"]
 BOTH: frozenset[Skin] = frozenset(("magic", "cli"))
@@ -30,11 +26,6 @@ MAGIC: frozenset[Skin] = frozenset(("magic",))
 CLI: frozenset[Skin] = frozenset(("cli",))
 PROGS: dict[Skin, str] = {"magic": "%openmirror", "cli": "openmirror"}
 DEFAULT_DB = "./openmirror-db"
-
-
-def names(value: str) -> list[str]:
-    """``"a, b"`` -> ``["a", "b"]``: key and ordering columns are given comma-separated."""
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def seconds(value: str) -> float:
@@ -99,13 +90,10 @@ class Verb:
 
 
 TABLE = arg("table", metavar="T", help="name or schema.name")
-# A change feed's options, shared by push and stream
 KEYS = arg("--keys", type=names, default=None, metavar="K,...", help="key columns, comma-separated")
-OP_COLUMN = arg("--op-column", default=None, metavar="C", help="operation column of a change feed")
-CONVENTION = arg("--convention", choices=get_args(Convention), default="rowmarker")
-ORDER_BY = arg(
-    "--order-by", type=names, default=[], metavar="A,B", help="columns ordering each key's changes"
-)
+# A change feed's options (one om.FeedOptions), shared by push and stream; a push's file options
+FEED = tuple(arg(*flags, **options) for flags, options in FEED_FLAGS)
+FILES = tuple(arg(*flags, **options) for flags, options in FILE_FLAGS)
 DF_HELP: dict[Skin, str] = {"magic": "variable, temp view or table", "cli": "Parquet file or folder to read"}
 PLAN_HELP: dict[Skin, str] = {
     "magic": "variable holding a SourcePlan, or its YAML file",
@@ -127,30 +115,18 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "push",
         "push a DataFrame to a table: a snapshot (diffed) or a change feed",
-        "DF --table T [--keys K,...] [--mode changes --op-column C --convention X] "
-        "[--order-by A,B] [--compact] [--quiet]",
+        f"DF --table T [--keys K,...] [--mode changes] {FEED_USAGE} [--quiet]",
         (
             arg("df", nargs="?", default=None, metavar="DF", help=DF_HELP),
             arg("--table", required=True, metavar="T", help="name or schema.name"),
             KEYS,
             arg("--mode", choices=get_args(PushMode), default="snapshot"),
-            OP_COLUMN,
-            CONVENTION,
-            ORDER_BY,
-            arg("--compact", action="store_true", help="keep only each key's net change"),
-            arg("--format", choices=get_args(FileFormat), default=None, help="file format (first push)"),
-            arg("--compression", choices=get_args(Compression), default=None),
-            arg(
-                "--rows-per-file",
-                type=int,
-                default=None,
-                metavar="N",
-                help=f"default {DEFAULT_ROWS_PER_FILE:,}",
-            ),
+            *FEED,
+            *FILES,
             arg("--quiet", action="store_true", skins=MAGIC, help="no progress display"),
         ),
-        cli_usage="DF --table T [--keys K,...] [--mode changes --op-column C --convention X] "
-        "[--order-by A,B] [--compact] [--format F] [--compression Z] [--rows-per-file N] [--db PATH]",
+        cli_usage=f"DF --table T [--keys K,...] [--mode changes] {FEED_USAGE} [--format F] "
+        "[--compression Z] [--rows-per-file N] [--db PATH]",
     ),
     Verb(
         "status",
@@ -192,16 +168,13 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "stream",
         "mirror a streaming DataFrame (a change feed); list or stop the streams started here",
-        "DF --table T --checkpoint PATH [--keys K,...] [--op-column C] [--convention X] [--order-by A,B] "
-        "[--trigger W] | --list | --stop [ID]",
+        f"DF --table T --checkpoint PATH [--keys K,...] {FEED_USAGE} [--trigger W] | --list | --stop [ID]",
         (
             arg("df", nargs="?", default=None, metavar="DF", help="a streaming DataFrame variable"),
             arg("--table", default=None, metavar="T", help="name or schema.name"),
             arg("--checkpoint", default=None, metavar="PATH", help="the query's checkpoint folder"),
             KEYS,
-            OP_COLUMN,
-            CONVENTION,
-            ORDER_BY,
+            *FEED,
             arg(
                 "--trigger",
                 default="available_now",
@@ -226,7 +199,7 @@ VERBS: tuple[Verb, ...] = (
         "discover a source's tables and plan each one's target, keys and strategy",
         "SRC [--target-schema S] [--save FILE]",
         (
-            arg("source", metavar="SRC", help="variable holding om.Catalog, om.Jdbc or om.DeltaFolder"),
+            arg("source", metavar="SRC", help="variable holding a source (an om.Source)"),
             arg("--target-schema", default=None, metavar="S", help="the mirrored tables' schema"),
             arg("--save", default=None, metavar="FILE", help="save the plan as YAML, to edit and run"),
         ),
@@ -301,25 +274,3 @@ def add_verbs(parser: argparse.ArgumentParser, skin: Skin) -> argparse.ArgumentP
                 "--db", default=None, metavar="PATH", help=f"folder or OneLake URL (default {DEFAULT_DB})"
             )
     return parser
-
-
-def push_keywords(args: argparse.Namespace) -> dict[str, Any]:
-    """``db.push`` keywords from a parsed ``push`` (both skins): everything but the DataFrame and
-    how progress is shown. The file options are passed only when given, so the API's defaults
-    stay in one place."""
-    keywords: dict[str, Any] = {
-        "table": args.table,
-        "keys": args.keys,
-        "mode": args.mode,
-        "op_column": args.op_column,
-        "convention": args.convention,
-        "order_by": args.order_by,
-        "compact": args.compact,
-    }
-    if args.format is not None:
-        keywords["table_options"] = TableOptions(file_format=args.format)
-    if args.compression is not None:
-        keywords["compression"] = args.compression
-    if args.rows_per_file is not None:
-        keywords["rows_per_file"] = args.rows_per_file
-    return keywords

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from openmirror_nb._core.errors import LandingZoneError, OpenMirrorError, did_you_mean
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import TableOptions
 from openmirror_nb._core.table_names import fold
@@ -91,9 +92,7 @@ class TableInfo:
     def ddl(self) -> str:
         """The schema as Spark DDL, e.g. ```id` BIGINT NOT NULL, `name` STRING``."""
         return ", ".join(
-            # a backtick inside a quoted name is doubled, as Spark's DDL parser reads it
-            f"`{c.name.replace('`', '``')}` {c.type}" + ("" if c.nullable else " NOT NULL")
-            for c in self.columns
+            f"{quoted(c.name)} {c.type}" + ("" if c.nullable else " NOT NULL") for c in self.columns
         )
 
     def _facts(self) -> list[tuple[str, str]]:

@@ -304,20 +304,14 @@ def test_push_flags_become_the_api_call(ip):
         "table": "sales.orders",
         "keys": ["id", "region"],
         "mode": "changes",
-        "op_column": "op",
-        "convention": "sys_op",
-        "order_by": ["lsn", "pos"],
-        "compact": True,
+        "feed": om.FeedOptions(op_column="op", convention="sys_op", order_by=["lsn", "pos"], compact=True),
         "progress": False,
     }
     assert plain == {
         "table": "sales.orders",
         "keys": None,
         "mode": "snapshot",
-        "op_column": None,
-        "convention": "rowmarker",
-        "order_by": [],
-        "compact": False,
+        "feed": om.FeedOptions(),
         "progress": None,
     }
 

@@ -22,7 +22,7 @@ import pytest
 import openmirror_nb as om
 from openmirror_nb._core.model import ROW_MARKER
 from tests.conftest import tree_hash
-from tests.reliability.harness import _lzcheck_module, mirrored_rows, rows_of
+from tests.reliability.harness import lzcheck, mirrored_rows, rows_of
 
 pytestmark = pytest.mark.spark
 
@@ -209,9 +209,7 @@ def assert_mirrors(db, events: list[dict[str, Any]], *, extra: tuple[str, ...] =
     om.LocalMirror(db.target.root).run_once()
     assert mirrored_rows(db, TABLE, COLUMNS) == want
     assert sorted(db.read_table(TABLE, as_pandas=True).columns) == sorted((*COLUMNS, *extra))
-    checker = _lzcheck_module()
-    assert checker.validate(db.target.landing_zone, TABLE) == []
-    assert rows_of(checker.replay(db.target.landing_zone, TABLE).to_pylist(), COLUMNS) == want
+    assert lzcheck(db.target.landing_zone, TABLE, COLUMNS) == want
 
 
 def push(db, df, **kwargs):

@@ -14,7 +14,7 @@ import openmirror_nb as om
 from openmirror_nb._core.errors import ChangeFeedError, LandingZoneError
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.pipeline import changes, feed_state, keystate
-from openmirror_nb._core.pipeline.state_rows import count_state_rows
+from openmirror_nb._core.pipeline.stored_keystate import count_state_rows, deltas_of
 from tests.pipeline.delta_tables import mirrored
 
 pytestmark = pytest.mark.spark
@@ -50,7 +50,7 @@ def state_of(lz, table="t"):
 def last_delta(spark, lz, table="t", keys=("id",)):
     """The state rows of the table's newest key-state delta, sorted, as a diff reads them."""
     state = PushState.from_bytes((lz / table / "_openmirror" / "state.json").read_bytes())
-    uris, feeds = keystate.deltas_of(state, lambda folder: str(lz / folder))
+    uris, feeds = deltas_of(state, lambda folder: str(lz / folder))
     frame = keystate.read_delta(spark, uris[-1], keys=keys, schema=None, feeds=feeds)
     rows = [r.asDict() for r in frame.collect()]
     return sorted(tuple(sorted(r.items())) for r in rows)

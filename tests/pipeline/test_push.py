@@ -196,3 +196,24 @@ def test_push_result_and_state(spark, db, lz):
     assert not (lz / "s.schema" / "t" / "_openmirror" / "staging").exists()
     assert not (lz / "_openmirror").exists()  # nothing of a table lives outside its folder
     assert db.tables() == ["s.t"]
+
+
+def test_checks_handed_to_a_push_hold_only_for_the_state_they_were_made_against(spark, db, lz, monkeypatch):
+    """A routed batch checks its tables before their pushes take the lock (``push_checks.Checked``);
+    a push handed checks made against another state of the table (here: none) checks again."""
+    from openmirror_nb._core.pipeline import push as push_mod
+    from openmirror_nb._core.pipeline import push_checks
+    from tests.conftest import tree_hash
+
+    real, handed = push_mod.run_push, []
+
+    def with_stale_checks(storage, df, request, *args, **kw):
+        handed.append(push_checks.check_frame(df, request, None, None))  # as if the table were new
+        return real(storage, df, request, *args, checked=handed[-1], **kw)
+
+    db.push(spark.createDataFrame([(1, "a")], "id long, v string"), table="t", keys=["id"])
+    before = tree_hash(lz)
+    monkeypatch.setattr(push_mod, "run_push", with_stale_checks)
+    with pytest.raises(om.SchemaChangeError, match="Column 'v' of table 't' changed type"):
+        db.push(spark.createDataFrame([(1, 2)], "id long, v int"), table="t", keys=["id"])
+    assert len(handed) == 1 and tree_hash(lz) == before

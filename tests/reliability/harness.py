@@ -9,7 +9,6 @@ independent contract checker ``lzcheck.py`` (written from the contract without t
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 import os
@@ -22,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-import pytest
 
 from openmirror_nb._core.landing_zone import CLEANUP_FOLDERS, parse_sequence
+from tests import contract_checker
 
 REPO = Path(__file__).resolve().parents[2]
-LZCHECK = Path(os.environ.get("OPENMIRROR_LZCHECK", "/work/shared/tools/lzcheck.py"))
 # Short-lived Spark drivers start 2-3x faster with the C1 JIT only; semantics are unchanged.
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 WAIT = 600.0  # generous upper bound for any wait; never an assertion about speed
@@ -178,29 +176,12 @@ def mirrored_rows(db: Any, table: str, columns: tuple[str, ...] = ("id", "v", "n
     return rows_of(frame.to_dict("records"), columns)
 
 
-# The independent contract checker ----------------------------------------------------------------
+# The independent contract checker (tests/contract_checker.py) ------------------------------------
 
 
-def _lzcheck_module() -> Any:
-    if not LZCHECK.is_file():
-        pytest.skip(f"lzcheck.py not found at {LZCHECK} (set OPENMIRROR_LZCHECK); all other checks passed")
-    spec = importlib.util.spec_from_file_location("lzcheck", LZCHECK)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def lzcheck(lz: Path, table: str) -> list[tuple[Any, ...]]:
+def lzcheck(lz: Path, table: str, columns: tuple[str, ...] = ("id", "v", "n")) -> list[tuple[Any, ...]]:
     """``lzcheck validate`` must find no violation; returns the rows ``lzcheck replay`` computes."""
-    checker = _lzcheck_module()
-    try:
-        violations = checker.validate(lz, table)
-        replayed = checker.replay(lz, table)
-    except SystemExit as exc:  # its way of reporting a duplicate sequence number
-        raise AssertionError(f"lzcheck: {exc}") from None
-    assert violations == [], violations
-    return rows_of(replayed.to_pylist())
+    return rows_of(contract_checker.verdict(lz, table), columns)
 
 
 def table_status(root: Path, table: str) -> dict[str, Any]:

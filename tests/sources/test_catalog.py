@@ -86,4 +86,4 @@ def test_a_table_or_view_that_is_not_delta_has_no_delta_location(shop, spark):
 
     for name in ("orders", "gaps"):  # a Parquet table (DESCRIBE DETAIL gives its folder), a view
         with pytest.raises(om.ConfigError, match=rf"Table '{name}' of .* has no Delta location"):
-            delta_location(shop, name, spark)
+            delta_location(shop, name)

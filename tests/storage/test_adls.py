@@ -425,6 +425,24 @@ def test_without_the_private_pipeline_renames_use_the_public_sdk(dfs, fs, no_pip
         storage.move_folder("later/t", "trash/t")
     assert storage.read_bytes("later/t/f") == b"3"
     renames = [r for r in sent(dfs, fs) if "x-ms-rename-source" in r.headers]
+    root = f"{fs}/mirror.MirroredDatabase/Files/LandingZone/"
+    last = {
+        (r.headers["x-ms-rename-source"].removeprefix(f"/{root}"), r.path.removeprefix(root)): r.status
+        for r in renames
+    }
+    # The last answer to each rename asked for (a move is retried once the missing parent is made):
+    # every call above is in the list, each write's publishing one too, so the check below sees them.
+    assert {pair: status for pair, status in last.items() if not pair[0].endswith(".tmp")} == {
+        ("t/_stage/part", "t/00000000000000000001.parquet"): 409,
+        ("t/_stage/part", "t/00000000000000000002.parquet"): 201,
+        ("t", "trash/t"): 201,
+        ("later/t", "trash/t"): 409,
+    }
+    assert sorted(dst for src, dst in last if src.endswith(".tmp")) == [
+        "later/t/f",
+        "t/00000000000000000001.parquet",
+        "t/_stage/part",
+    ]
     assert all(r.query.get("mode") == "legacy" and r.headers["if-none-match"] == "*" for r in renames)
     assert not [p for p in dfs.store.overwrites if p.startswith(fs)]
 

@@ -6,6 +6,11 @@ retries."""
 
 from __future__ import annotations
 
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import openmirror_nb as om
@@ -14,6 +19,7 @@ from openmirror_nb._core.storage.auth import FAILURE_TTL, GuardedCredential
 from tests.dfs_server import NoIdentityCredential, StaticTokenCredential, TokenSequence
 from tests.storage.test_adls import make_storage, sent
 
+REPO = Path(__file__).resolve().parents[2]
 FIX = ("az login", "AZURE_CLIENT_ID, AZURE_TENANT_ID and AZURE_CLIENT_SECRET", "credential=")
 
 
@@ -90,6 +96,45 @@ def test_no_credential_at_all_is_one_chain_run_without_a_request(dfs, fs, no_cre
     with pytest.raises(CredentialError):
         storage.write_bytes("t/a", b"1")
     assert len(runs) == 1 and sent(dfs, fs) == []
+
+
+def test_no_credential_is_our_line_alone_with_the_root_logger_configured(dfs, fs, no_credentials, caplog):
+    """The chain's warning (13 lines naming each credential it tried) says what our one line says:
+    it reaches no handler of the root logger, while the SDK's other warnings still do."""
+    caplog.set_level(logging.WARNING)
+    storage = make_storage(dfs, fs, credential=None)
+    with pytest.raises(CredentialError) as caught:
+        storage.list_dir("")
+    one_line(caught.value)
+    assert [r.name for r in caplog.records if r.name.startswith("azure")] == []
+    logging.getLogger("azure.identity._credentials.chained").warning("not about this request")
+    assert [r.getMessage() for r in caplog.records] == ["not about this request"]
+
+
+def test_no_credential_prints_our_line_alone_under_basic_config(dfs, fs, no_credentials):
+    """As a user sees it: a fresh interpreter whose root logger ``logging.basicConfig`` configured
+    (a StreamHandler on stderr) connects to OneLake (the loopback server) without a credential."""
+    code = (
+        "import logging, sys\n"
+        f"sys.path.insert(0, {str(REPO)!r})\n"
+        "logging.basicConfig(level=logging.WARNING)\n"
+        "from openmirror_nb._core.storage.adls import AdlsStorage\n"
+        f"storage = AdlsStorage(account_url={dfs.account_url!r}, file_system={fs!r}, base_path='m/Files/LandingZone',"
+        f" connection_verify={str(dfs.cert)!r})\n"
+        "try:\n"
+        "    storage.list_dir('')\n"
+        "except Exception as exc:\n"
+        "    print(type(exc).__name__, exc, file=sys.stderr)\n"
+    )
+    # The environment is the test's: managed identity out of the chain (tests/conftest.py), no sign-in.
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "CredentialError DefaultAzureCredential obtained no token"
+    ), lines
+    assert sent(dfs, fs) == []
 
 
 @pytest.fixture(params=[False, True], ids=["plain-401", "401-with-challenge"])

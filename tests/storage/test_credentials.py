@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import subprocess
 import sys
+import threading
 import time
 import types
 from pathlib import Path
@@ -166,3 +168,33 @@ def test_azure_logs_are_quieted_only_where_nobody_configured_them(configure, sho
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == f"{shown} ['NullHandler']"
     assert done.stderr.splitlines() == ["imported: shown", "configured: shown"]
+
+
+def test_identity_warnings_of_a_failed_token_request_are_dropped_and_nothing_else(caplog):
+    """Around a token request: azure.identity's warnings in this thread wait; a failure drops them
+    (its one-line error says the same), a success lets them through. Other threads, lower levels,
+    other loggers and the time after the request are untouched."""
+    caplog.set_level(logging.INFO)
+    chained = logging.getLogger("azure.identity._credentials.chained")
+    identity = logging.getLogger("azure.identity")
+
+    def shown() -> list[str]:
+        return [r.getMessage() for r in caplog.records]
+
+    with pytest.raises(RuntimeError), credentials.identity_warnings_held():
+        chained.warning("the chain failed: dropped")
+        identity.error("a credential failed: dropped")
+        chained.info("tried a credential: shown")
+        logging.getLogger("azure.core").warning("another logger: shown")
+        other = threading.Thread(target=lambda: chained.warning("another thread: shown"))
+        other.start()
+        other.join()
+        raise RuntimeError("no token")
+    assert shown() == ["tried a credential: shown", "another logger: shown", "another thread: shown"]
+    caplog.clear()
+
+    with credentials.identity_warnings_held():
+        chained.warning("a token request that worked: shown")
+        assert shown() == []  # held until the request returned
+    identity.warning("after the request: shown")
+    assert shown() == ["a token request that worked: shown", "after the request: shown"]

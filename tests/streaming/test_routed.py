@@ -202,3 +202,33 @@ def test_a_type_one_table_cannot_hold_stops_the_whole_batch(spark, db, tmp_path)
     with pytest.raises(om.UnsupportedTypeError, match="Column 'wait' has type interval day"):
         ms.await_termination()
     assert tree_hash(db.target.landing_zone) == before and db.tables() == []
+
+
+def test_each_routed_table_is_checked_once_per_batch(spark, db, tmp_path, monkeypatch):
+    """The batch's checks of a table (``push_checks.check_frame``) are the ones its push stages
+    with: the push does not resolve the keys or compare the schema with the state a second time."""
+    from openmirror_nb._core.pipeline import checks
+
+    keyed, compared = [], []
+    resolve_keys, against_state = checks.resolve_keys, checks.check_against_state
+
+    def counted_keys(given, meta, table, **kw):
+        keyed.append(table)
+        return resolve_keys(given, meta, table, **kw)
+
+    def counted_state(schema, state, options, table):
+        compared.append(table)
+        return against_state(schema, state, options, table)
+
+    monkeypatch.setattr(checks, "resolve_keys", counted_keys)
+    monkeypatch.setattr(checks, "check_against_state", counted_state)
+    feed, ckpt = Feed(tmp_path), tmp_path / "ckpt"
+    feed.drop([_customer(1, 0, "ann", 1), _order(10, 0, 5.0, 2)])
+    run(feed.stream(spark, SCHEMA), _sink(db), ckpt)  # batch 0: both tables created
+    feed.drop([_customer(1, 4, "anne", 3), _order(11, 0, 7.5, 4)])
+    run(feed.stream(spark, SCHEMA), _sink(db), ckpt)  # batch 1: against their states
+    tables = ["inv.customers", "inv.orders"]
+    assert sorted(keyed) == sorted(compared) == sorted(tables * 2)
+    customers, orders = _tables(db)
+    assert rows_of(customers.to_dict("records"), ("id", "name")) == [(1, "anne")]
+    assert rows_of(orders.to_dict("records"), ("order_id", "total")) == [(10, 5.0), (11, 7.5)]

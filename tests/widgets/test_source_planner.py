@@ -108,7 +108,10 @@ def test_accepted_keys_and_edits_change_what_runs(panel, db):
 
 def test_run_button_runs_on_a_thread_with_badges_from_progress_events(panel, db):
     panel.accept_all.value = True
-    assert all(row.accept.value for row in panel.grid.rows if row.suggested)
+    assert {row.original.source: row.accept.value for row in panel.grid.rows if row.suggested} == {
+        "items": True,
+        "orders": True,
+    }
     seen: list[str] = []
     follow = panel._on_progress
     panel._on_progress = lambda event: (seen.append(event.table), follow(event))  # type: ignore[method-assign]

@@ -28,14 +28,16 @@ class Planning(DatabaseBase):
 
         Per table: its target (``target_schema.<name>``, by the naming rule), its keys and their
         origin (declared in ``like`` > primary key > unique constraint on NOT NULL columns >
-        suggested from its rows), its strategy (``delta_sync`` for a Delta table with its change
-        data feed on, else ``snapshot``), its row count, and its problems in words with the fix:
-        columns the landing zone cannot hold, no key, a key that compares inexactly or differs
-        from the mirrored table's, targets that meet after mapping, a strategy without the
-        watermark it needs. The plan says when the database would hold more than about 500 tables.
+        suggested from its rows), its strategy (the first registered one that fits: ``delta_sync``
+        for a Delta table with its change data feed on; else ``snapshot``), its row count, and its
+        problems in words with the fix: columns the landing zone cannot hold, no key, a key that
+        compares inexactly or differs from the mirrored table's, targets that meet after mapping,
+        a strategy without the watermark it needs. The plan says when the database would hold
+        more than about 500 tables.
 
         Args:
-            source: ``om.Catalog``, ``om.Jdbc`` or ``om.DeltaFolder``.
+            source: Any ``om.Source``: ``om.Catalog``, ``om.Jdbc``, ``om.DeltaFolder`` or a kind
+                registered with ``om.register_source``.
             target_schema: The mirrored tables' schema (``Jdbc(schema=...)`` names the source's);
                 ``None`` puts them at the landing zone's root (``dbo``).
             like: An earlier plan of this source (edited, or loaded with ``om.load_plan``): its

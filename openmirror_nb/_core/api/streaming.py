@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from openmirror_nb._core.api.base import DatabaseBase
 from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.feed_options import FeedOptions, feed_of
 from openmirror_nb._core.model import (
     DEFAULT_ROWS_PER_FILE,
     Compression,
@@ -37,18 +38,19 @@ class Streaming(DatabaseBase):
         route: str | None = None,
         keys: Keys = None,
         mode: PushMode = "changes",
-        op_column: str | None = None,
-        convention: Convention = "rowmarker",
-        order_by: Sequence[str] = (),
+        feed: FeedOptions | None = None,
         columns: Mapping[str, Sequence[str]] | None = None,
         table_options: TableOptions | None = None,
         compression: Compression | None = None,
         rows_per_file: int = DEFAULT_ROWS_PER_FILE,
-        update_marker: Literal[1, 4] = 4,
-        compact: bool = False,
-        strict_delete: bool = False,
         progress: Progress = False,
         parallel: int = 4,
+        op_column: str | None = None,
+        convention: Convention | None = None,
+        order_by: Sequence[str] | None = None,
+        update_marker: Literal[1, 4] | None = None,
+        compact: bool | None = None,
+        strict_delete: bool | None = None,
     ) -> BatchSink:
         """A ``foreachBatch`` function that publishes each micro-batch of a change feed, exactly once.
 
@@ -66,9 +68,9 @@ class Streaming(DatabaseBase):
                 dict of keys per table (a table that exists already may be left out).
             keys: Key columns (a list), or per table with ``route``.
             mode: ``"changes"``: a stream is a change feed (``"snapshot"`` is refused).
-            op_column, convention, order_by, table_options, compression, rows_per_file,
-                update_marker, compact, strict_delete: As for ``push``, shared by every table of
-                a routed sink (ordering columns are used, not published, unless ``columns`` lists them).
+            feed, table_options, compression, rows_per_file: As for ``push``, shared by every
+                table of a routed sink (``feed.order_by``'s columns are used, not published, unless
+                ``columns`` lists them).
             columns: With ``route``: per table, the columns to publish (default: every column of
                 the batch except the route, operation and ordering columns).
             progress: Off by default: a batch runs on Spark's stream thread, not in the cell.
@@ -76,16 +78,20 @@ class Streaming(DatabaseBase):
                 own (its Spark jobs in a job group of their own); every table's push ends before
                 the batch's first error is raised, so each table holds the batch once or not at
                 all and Spark's replay applies it where it is missing. 1: one after the other.
+            op_column, convention, order_by, update_marker, compact, strict_delete: ``feed``'s
+                options as keywords of their own, as for ``push``; not together with ``feed``.
 
         Returns:
             BatchSink: pass it to ``df.writeStream.foreachBatch``.
 
         Raises:
             ConfigError: ``mode="snapshot"``, both or neither of ``table`` and ``route``, keys not
-                shaped for them, ``parallel`` not a whole number of at least 1.
+                shaped for them, ``parallel`` not a whole number of at least 1, ``feed`` together
+                with its keyword forms.
 
         Example:
-            >>> sink = db.batch_sink(table="sales.orders", keys=["id"], convention="debezium")
+            >>> feed = om.FeedOptions(convention="debezium")
+            >>> sink = db.batch_sink(table="sales.orders", keys=["id"], feed=feed)
             >>> stream_df.writeStream.foreachBatch(sink).option("checkpointLocation", ckpt).start()
         """
         from openmirror_nb._core.pipeline.request import PushRequest
@@ -97,17 +103,20 @@ class Streaming(DatabaseBase):
         check_parallel(parallel)
         fields: dict[str, Any] = dict(
             mode=mode,
-            op_column=op_column,
-            convention=convention,
-            order_by=order_by,
+            feed=feed_of(
+                feed,
+                op_column=op_column,
+                convention=convention,
+                order_by=order_by,
+                update_marker=update_marker,
+                compact=compact,
+                strict_delete=strict_delete,
+            ),
             table_options=table_options,
             compression=compression,
             rows_per_file=rows_per_file,
             lock_timeout=self.lock_timeout,
             partner=self.partner,
-            update_marker=update_marker,
-            compact=compact,
-            strict_delete=strict_delete,
         )
         if route is None:
             assert table is not None and not isinstance(keys, Mapping)
@@ -127,9 +136,25 @@ class Streaming(DatabaseBase):
         checkpoint: str | os.PathLike[str] | None = None,
         trigger: str = "available_now",
         query_name: str | None = None,
-        **sink: Any,
+        table: str | None = None,
+        route: str | None = None,
+        keys: Keys = None,
+        mode: PushMode = "changes",
+        feed: FeedOptions | None = None,
+        columns: Mapping[str, Sequence[str]] | None = None,
+        table_options: TableOptions | None = None,
+        compression: Compression | None = None,
+        rows_per_file: int = DEFAULT_ROWS_PER_FILE,
+        progress: Progress = False,
+        parallel: int = 4,
+        op_column: str | None = None,
+        convention: Convention | None = None,
+        order_by: Sequence[str] | None = None,
+        update_marker: Literal[1, 4] | None = None,
+        compact: bool | None = None,
+        strict_delete: bool | None = None,
     ) -> MirrorStream:
-        """Start mirroring a streaming DataFrame: ``batch_sink(**sink)`` under a query of its own.
+        """Start mirroring a streaming DataFrame: ``batch_sink``'s sink under a query of its own.
 
         Args:
             df: A streaming DataFrame (``spark.readStream...``).
@@ -138,7 +163,10 @@ class Streaming(DatabaseBase):
             trigger: ``"available_now"`` (take what has arrived, then end: a scheduled job),
                 ``"once"`` (the same in one batch), or an interval such as ``"10 seconds"``.
             query_name: A name for the query (Spark's ``queryName``).
-            **sink: ``batch_sink``'s arguments: ``table=`` or ``route=``, ``keys=``, ``convention=``, ...
+            table, route, keys, mode, feed, columns, table_options, compression, rows_per_file,
+                progress, parallel: As for ``batch_sink``.
+            op_column, convention, order_by, update_marker, compact, strict_delete: ``feed``'s
+                options as keywords of their own, as for ``push``; not together with ``feed``.
 
         Returns:
             MirrorStream: ``.query``, ``.stop()``, ``.await_termination(timeout=None)``, which
@@ -146,12 +174,31 @@ class Streaming(DatabaseBase):
 
         Example:
             >>> ms = db.mirror_stream(stream_df, table="sales.orders", keys=["id"],
+            ...                       feed=om.FeedOptions(op_column="op", order_by=["lsn"]),
             ...                       checkpoint="Files/checkpoints/orders", trigger="10 seconds")
         """
         from openmirror_nb._core.streaming.stream import start_stream, trigger_of
 
         trigger_of(trigger)  # a bad trigger is refused before anything starts
-        made = self.batch_sink(**sink)
+        made = self.batch_sink(
+            table=table,
+            route=route,
+            keys=keys,
+            mode=mode,
+            feed=feed,
+            columns=columns,
+            table_options=table_options,
+            compression=compression,
+            rows_per_file=rows_per_file,
+            progress=progress,
+            parallel=parallel,
+            op_column=op_column,
+            convention=convention,
+            order_by=order_by,
+            update_marker=update_marker,
+            compact=compact,
+            strict_delete=strict_delete,
+        )
         return start_stream(df, made, checkpoint=checkpoint, trigger=trigger, name=query_name)
 
 

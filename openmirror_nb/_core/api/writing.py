@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from openmirror_nb._core.api.base import DatabaseBase
+from openmirror_nb._core.feed_options import FeedOptions, feed_of
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import (
     DEFAULT_ROWS_PER_FILE,
@@ -37,23 +38,25 @@ class Writing(DatabaseBase):
         table: str,
         keys: Sequence[str] | None = None,
         mode: PushMode = "snapshot",
-        op_column: str | None = None,
-        convention: Convention = "rowmarker",
-        order_by: Sequence[str] = (),
+        feed: FeedOptions | None = None,
         table_options: TableOptions | None = None,
         compression: Compression | None = None,
         rows_per_file: int = DEFAULT_ROWS_PER_FILE,
-        update_marker: Literal[1, 4] = 4,
-        compact: bool = False,
-        strict_delete: bool = False,
         progress: Progress = None,
+        op_column: str | None = None,
+        convention: Convention | None = None,
+        order_by: Sequence[str] | None = None,
+        update_marker: Literal[1, 4] | None = None,
+        compact: bool | None = None,
+        strict_delete: bool | None = None,
     ) -> PushResult:
         """Publish a DataFrame (Spark, pandas, or a pyarrow Table) to a table of the landing zone.
 
         The first push of a table is its initial load: ``_metadata.json`` first, then marker-free
         files numbered from 1. A later snapshot publishes only what changed since the last push
-        (inserts 0, updates ``update_marker``, deletes 2). ``mode="changes"`` publishes a change
-        feed with ``__rowMarker__``. A rejected push leaves the landing zone untouched.
+        (inserts 0, updates ``feed.update_marker``, deletes 2). ``mode="changes"`` publishes a change
+        feed with ``__rowMarker__``, read as ``feed`` says. A rejected push leaves the landing zone
+        untouched.
 
         Args:
             df: The rows to publish: a Spark DataFrame (never collected to the driver), or a
@@ -61,28 +64,20 @@ class Writing(DatabaseBase):
             table: ``"name"`` or ``"schema.name"`` (folder ``schema.schema/name``).
             keys: Key columns; required on the first push, fixed afterwards.
             mode: ``"snapshot"`` (the full table) or ``"changes"`` (a change feed).
-            op_column: The change feed's operation column (default per convention:
-                ``__rowMarker__``, ``sys_op``, ``_change_type``, ``op``).
-            convention: How ``op_column`` encodes operations: ``"rowmarker"`` (0/1/2/4),
-                ``"sys_op"`` (Prostore: 0 upsert, 1 delete; one change per key), ``"cdf"`` (Delta
-                change data feed ``_change_type``; within a commit deletes before inserts),
-                ``"debezium"`` (c/r/u/d: the envelope with or without ``payload``,
-                ExtractNewRecordState output, or a flattened feed).
-            order_by: Columns that order each key's changes (default: the DataFrame's order;
-                Debezium: ``source.lsn``, binlog position or ``ts_ms``; dotted paths allowed).
+            feed: The change feed's options (``FeedOptions``: operation column, convention,
+                ordering, update marker, compaction, strict deletes); default ``FeedOptions()``.
+                A snapshot reads its ``update_marker`` only.
             table_options: File format, detection strategy, upsert default; fixed at first push.
             compression: Parquet compression: none, snappy (default), gzip or zstd.
             rows_per_file: Target rows per published file (Fabric lags on very large files).
                 Change feeds keep each Spark task's rows in one file so a key's changes stay together.
-            update_marker: Marker for changed rows of a snapshot diff and updates of cdf/debezium
-                feeds: 4 (upsert, default) or 1 (update).
-            compact: Keep only each key's net change of a change feed.
-            strict_delete: ``sys_op`` only: refuse the batch unless every delete carries exactly
-                the current row (checked against the table's key state).
             progress: Called with each ``openmirror_nb._core.progress`` event (validating, staging with
                 Spark's stage and task counts, waiting for the lock, publishing file i of n,
                 committing, finished / failed / cancelled). Default: a progress bar in a notebook,
                 text lines in a terminal IPython, nothing in scripts; ``False``: nothing.
+            op_column, convention, order_by, update_marker, compact, strict_delete: ``feed``'s
+                options as keywords of their own (``op_column="op"`` is
+                ``feed=FeedOptions(op_column="op")``); not together with ``feed``.
 
         Returns:
             PushResult: sequence numbers, rows per marker, bytes and seconds.
@@ -91,6 +86,7 @@ class Writing(DatabaseBase):
             KeyColumnsError: keys missing, NULL, duplicated, or different from the table's.
             InvalidNameError: a reserved or invalid table, schema or column name.
             ChangeFeedError: operation values outside the convention.
+            ConfigError: an argument no push takes, or ``feed`` together with its keyword forms.
             SchemaChangeError: a column changed type since the last push.
             PushCancelledError: interrupted (KeyboardInterrupt, the notebook's stop button):
                 before the push was decided nothing is published; after, it finished first.
@@ -98,6 +94,7 @@ class Writing(DatabaseBase):
         Example:
             >>> db = om.connect()
             >>> db.push(df, table="sales.orders", keys=["order_id"])
+            >>> db.push(cdc, table="sales.orders", mode="changes", feed=om.FeedOptions(op_column="op"))
         """
         from openmirror_nb._core.pipeline.frame_input import as_spark_frame
         from openmirror_nb._core.pipeline.push import run_push
@@ -108,17 +105,20 @@ class Writing(DatabaseBase):
             table=table,
             keys=keys,
             mode=mode,
-            op_column=op_column,
-            convention=convention,
-            order_by=order_by,
+            feed=feed_of(
+                feed,
+                op_column=op_column,
+                convention=convention,
+                order_by=order_by,
+                update_marker=update_marker,
+                compact=compact,
+                strict_delete=strict_delete,
+            ),
             table_options=table_options,
             compression=compression,
             rows_per_file=rows_per_file,
             lock_timeout=self.lock_timeout,
             partner=self.partner,
-            update_marker=update_marker,
-            compact=compact,
-            strict_delete=strict_delete,
         )
         df = as_spark_frame(df)  # a pandas or Arrow frame becomes a Spark one; others are refused here
         return run_push(self.storage, df, request, resolve(progress))
@@ -161,7 +161,11 @@ class Writing(DatabaseBase):
         from openmirror_nb._core.runtime import get_spark
 
         request = PushRequest.snapshot(
-            table=table, keys=keys, lock_timeout=self.lock_timeout, partner=self.partner, compact=compact
+            table=table,
+            keys=keys,
+            lock_timeout=self.lock_timeout,
+            partner=self.partner,
+            feed=FeedOptions(compact=compact),
         )
         return sync_delta(self.storage, DeltaSource.open(source, get_spark(), reader), request)
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-from openmirror_nb._core.errors import ConfigError, FabricRestError, MissingDependencyError, scrub
+from openmirror_nb._core.errors import ConfigError, FabricRestError, MissingDependencyError, scrub, user_line
 from openmirror_nb._core.storage.credentials import resolve_credential
 
 FABRIC_HINT = "pip install 'openmirror-nb[fabric]'"
@@ -92,7 +92,7 @@ def call(client: Any, method: str, path: str, *, max_retries: int = 5) -> dict[s
             except Exception as exc:  # sempy raises FabricHTTPException for every status >= 400
                 response = getattr(exc, "response", None)
                 if response is None:
-                    raise FabricRestError(f"{method} {path} failed: {scrub(str(exc))}", status=0) from None
+                    raise FabricRestError(user_line(exc, f"{method} {path} failed"), status=0) from None
         if response.status_code == 429 and attempt < max_retries:
             _sleep(_retry_after(response, attempt))
             continue

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.pipeline.normalize import check_keys
 
 if TYPE_CHECKING:
@@ -24,11 +25,6 @@ __all__ = ["KeyProfile", "profile_keys", "suggest_keys"]
 TABLE_STYLE = "border-collapse:collapse;font-size:12px;margin:2px 0"
 TD_STYLE = "padding:1px 14px 1px 0;text-align:left;white-space:nowrap"
 TH_STYLE = f"{TD_STYLE};border-bottom:1px solid #bdbdbd"
-
-
-def quote(name: str) -> str:
-    """A column name as Spark SQL reads it: in backticks, a backtick doubled."""
-    return f"`{name.replace('`', '``')}`"
 
 
 # Types a key can have and that compare exactly; float/double (rounding), binary and complex
@@ -135,7 +131,7 @@ def profile_keys(df: DataFrame, keys: Sequence[str], *, examples: int = 5) -> Ke
 
     keys = tuple(keys)
     check_keys(df, keys)  # what a push would refuse, refused here in the same words
-    cols = [F.col(quote(k)) for k in keys]
+    cols = [F.col(quoted(k)) for k in keys]
     has_null = F.lit(False)
     for c in cols:
         has_null = has_null | c.isNull()
@@ -195,8 +191,8 @@ def suggest_keys(
     exprs = [F.count(F.lit(1)).alias("rows")]
     for i, name in enumerate(ranked):
         exprs += [
-            F.count(F.col(quote(name))).alias(f"n{i}"),
-            F.countDistinct(F.col(quote(name))).alias(f"d{i}"),
+            F.count(F.col(quoted(name))).alias(f"n{i}"),
+            F.countDistinct(F.col(quoted(name))).alias(f"d{i}"),
         ]
     counts = df.agg(*exprs).first()
     assert counts is not None
@@ -215,7 +211,10 @@ def suggest_keys(
     if not pairs:
         return []
     counted = df.agg(
-        *(F.countDistinct(F.col(quote(a)), F.col(quote(b))).alias(f"p{i}") for i, (a, b) in enumerate(pairs))
+        *(
+            F.countDistinct(F.col(quoted(a)), F.col(quoted(b))).alias(f"p{i}")
+            for i, (a, b) in enumerate(pairs)
+        )
     ).first()
     assert counted is not None
     found: list[tuple[str, ...]] = [pair for i, pair in enumerate(pairs) if counted[f"p{i}"] == rows]

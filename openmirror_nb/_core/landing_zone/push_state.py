@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from openmirror_nb._core.errors import LandingZoneError
+from openmirror_nb._core.errors import LandingZoneError, user_line
 
 # 2: deltas may be a change feed's own files (``feed_deltas``), which version 1 cannot read
 STATE_VERSION = 2
@@ -142,8 +142,8 @@ class PushState:
             return cls._from_doc(json.loads(data))
         except (ValueError, KeyError, TypeError) as exc:
             raise LandingZoneError(
-                f"The table's push state _openmirror/state.json cannot be read ({type(exc).__name__}: "
-                f"{exc}); drop the table (db.drop) and push it again to rebuild it."
+                f"The table's push state _openmirror/state.json cannot be read ({user_line(exc)}); drop "
+                "the table (db.drop) and push it again to rebuild it."
             ) from None
 
     @classmethod

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 
 from openmirror_nb import ConfigError, MirrorError
-from openmirror_nb._core.errors import did_you_mean, preview, scrub  # the wording every message shares
-from openmirror_nb._core.grammar import push_keywords
+from openmirror_nb._core.errors import did_you_mean, preview, user_line  # the wording every message shares
 from openmirror_nb._core.magics import plans
 from openmirror_nb._core.magics.parser import PROG, HelpShown, parse
+from openmirror_nb._core.push_flags import feed_options, push_keywords
 
 if TYPE_CHECKING:
     from openmirror_nb import (
@@ -79,8 +79,9 @@ def connect(state: MagicState, args: argparse.Namespace) -> MirroredDatabase:
 
 
 def push(state: MagicState, args: argparse.Namespace) -> PushResult:
-    """``db.push(df, table=T, keys=[K, ...], mode=..., op_column=C, convention=X, order_by=[A, B],
-    compact=..., table_options=om.TableOptions(file_format=F), compression=Z, rows_per_file=N,
+    """``db.push(df, table=T, keys=[K, ...], mode=..., feed=om.FeedOptions(op_column=C, convention=X,
+    order_by=[A, B], update_marker=M, compact=..., strict_delete=...),
+    table_options=om.TableOptions(file_format=F), compression=Z, rows_per_file=N,
     progress=False if --quiet)``; ``%%openmirror push``: ``df = spark.sql(cell)``."""
     if args.cell is not None and args.df is not None:
         raise UsageError(f"%{PROG} push: push either DF or the cell's Spark SQL, not both; drop {args.df!r}.")
@@ -168,8 +169,8 @@ def mirror(state: MagicState, args: argparse.Namespace) -> MirrorRun | LocalMirr
 
 
 def stream(state: MagicState, args: argparse.Namespace) -> MirrorStream | list[MirrorStream]:
-    """``db.mirror_stream(DF, table=T, checkpoint=PATH, keys=[K, ...], op_column=C, convention=X,
-    order_by=[A, B], trigger=W)``; ``--list``: the streams started here; ``--stop [ID]``:
+    """``db.mirror_stream(DF, table=T, checkpoint=PATH, keys=[K, ...], feed=om.FeedOptions(op_column=C,
+    convention=X, order_by=[A, B], ...), trigger=W)``; ``--list``: the streams started here; ``--stop [ID]``:
     ``ms.stop()`` of one (its query id) or all."""
     if args.list:
         return list(state.streams.values())
@@ -189,9 +190,7 @@ def stream(state: MagicState, args: argparse.Namespace) -> MirrorStream | list[M
         df,
         table=args.table,
         keys=args.keys,
-        op_column=args.op_column,
-        convention=args.convention,
-        order_by=args.order_by,
+        feed=feed_options(args),
         checkpoint=args.checkpoint,
         trigger=args.trigger,
     )
@@ -261,8 +260,7 @@ def _cell_frame(sql: str) -> Any:
     try:
         return get_spark().sql(sql)
     except PySparkException as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"Spark rejected the cell's SQL: {scrub(first)}") from None
+        raise ConfigError(user_line(exc, "Spark rejected the cell's SQL")) from None
 
 
 def _active_spark() -> Any:

@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from IPython.core.error import UsageError
 
+import openmirror_nb as om
 from openmirror_nb._core.errors import did_you_mean
 from openmirror_nb._core.magics.parser import PROG
 
 if TYPE_CHECKING:
     from openmirror_nb import MirroredDatabase, PlanRun, SourcePlan
 
-_SOURCES = ("Catalog", "Jdbc", "DeltaFolder")
+_SOURCE = "a source (om.Catalog, om.Jdbc, om.DeltaFolder or a kind registered with om.register_source)"
 
 
 class MagicState(Protocol):
@@ -27,7 +28,7 @@ class MagicState(Protocol):
 
 def discover(state: MagicState, args: argparse.Namespace) -> SourcePlan:
     """``plan = db.plan_sources(SRC, target_schema=S)``, then ``plan.save(FILE)`` with ``--save``."""
-    source = _variable(state, args.source, verb="discover", kinds=_SOURCES, what="a source")
+    source = _variable(state, args.source, verb="discover", kind=om.Source, what=_SOURCE)
     plan = state.database().plan_sources(source, target_schema=args.target_schema)
     if args.save:
         plan.save(args.save)
@@ -41,7 +42,7 @@ def run(state: MagicState, args: argparse.Namespace) -> PlanRun:
 
     namespace = state.shell.user_ns
     if args.plan in namespace:
-        plan = _variable(state, args.plan, verb="run", kinds=("SourcePlan",), what="a SourcePlan")
+        plan = _variable(state, args.plan, verb="run", kind=om.SourcePlan, what="a SourcePlan")
     else:
         plan = load_plan(args.plan)
     return state.database().run_plan(
@@ -49,14 +50,14 @@ def run(state: MagicState, args: argparse.Namespace) -> PlanRun:
     )
 
 
-def _variable(state: MagicState, name: str, *, verb: str, kinds: tuple[str, ...], what: str) -> Any:
+def _variable(state: MagicState, name: str, *, verb: str, kind: type, what: str) -> Any:
+    """The notebook variable ``name``, which must be a ``kind`` (a source: any ``om.Source``, so a
+    registered kind of one's own too)."""
     namespace = state.shell.user_ns
     if name not in namespace:
-        known = [k for k, v in namespace.items() if type(v).__name__ in kinds and not k.startswith("_")]
+        known = [k for k, v in namespace.items() if not k.startswith("_") and isinstance(v, kind)]
         raise UsageError(f"{PROG} {verb}: no variable is named {name!r}.{did_you_mean(name, known)}")
     value = namespace[name]
-    if type(value).__name__ not in kinds:
-        raise UsageError(
-            f"{PROG} {verb}: {name!r} is {type(value).__name__}, not {what} ({' or '.join(kinds)})."
-        )
+    if not isinstance(value, kind):
+        raise UsageError(f"{PROG} {verb}: {name!r} is {type(value).__name__}, not {what}.")
     return value

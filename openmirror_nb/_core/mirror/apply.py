@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Field, Transaction, write_deltalake
 
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.mirror.changes import ChangePlan, PreparedFile, plan_changes
 from openmirror_nb._core.mirror.columns import align, canonical_type
 from openmirror_nb._core.mirror.delta_read import arrow_schema
@@ -112,17 +113,17 @@ def _merge(
     )
     # Removal rows match every current row of their key; rows to add never match, so each key
     # ends up with exactly the rows the plan adds for it.
-    on = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+    on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in keys)
     result = (
         table.merge(
             source=source,
-            predicate=f"{on} AND s.{_quote(_FLAG)} = 0",
+            predicate=f"{on} AND s.{quoted(_FLAG)} = 0",
             source_alias="s",
             target_alias="t",
             commit_properties=props,
         )
         .when_matched_delete()
-        .when_not_matched_insert_all(predicate=f"s.{_quote(_FLAG)} = 1", except_cols=[_FLAG])
+        .when_not_matched_insert_all(predicate=f"s.{quoted(_FLAG)} = 1", except_cols=[_FLAG])
         .execute()
     )
     if not result["num_target_files_added"] and not result["num_target_files_removed"]:
@@ -130,7 +131,3 @@ def _merge(
         # an empty append still records the batch's txn and bookkeeping.
         write_deltalake(table, schema.empty_table(), mode="append", commit_properties=props)
     return Applied(int(result["num_target_rows_inserted"]), int(result["num_target_rows_deleted"]))
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

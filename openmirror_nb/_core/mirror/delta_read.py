@@ -17,6 +17,7 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from openmirror_nb._core.errors import ConfigError, MirrorError
+from openmirror_nb._core.identifiers import quoted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -215,4 +216,4 @@ def read_delta_spark(
         return spark.createDataFrame([], schema=spark_schema)
     # The explicit schema gives files written before a column was added that column as NULL.
     reader = spark.read.schema(spark_schema).option("basePath", os.fspath(table_dir))
-    return reader.parquet(*uris).select(*[f"`{name}`" for name in plain.names])
+    return reader.parquet(*uris).select(*[quoted(name) for name in plain.names])

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from openmirror_nb._core.errors import user_line
 from openmirror_nb._core.landing_zone.metadata import TableMetadata
 from openmirror_nb._core.landing_zone.names import CLEANUP_FOLDERS
 from openmirror_nb._core.mirror.apply import apply_files, table_schema
@@ -251,7 +252,7 @@ def _commit(
         )
     except Exception as exc:  # a Delta write failure fails this table only
         first = batch[0].file
-        raise TableFault(f"Writing the Delta table failed: {exc}", kind="internal").for_file(
+        raise TableFault(user_line(exc, "Writing the Delta table failed"), kind="internal").for_file(
             first.name, first.sequence
         ) from exc
     state.record({**info, "batch": state.batch + 1})

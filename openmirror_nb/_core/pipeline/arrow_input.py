@@ -22,7 +22,7 @@ import tempfile
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import ConfigError, OpenMirrorError, UnsupportedTypeError, scrub
+from openmirror_nb._core.errors import ConfigError, OpenMirrorError, UnsupportedTypeError, user_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -176,10 +176,10 @@ def _conversion_error(frame: pd.DataFrame, exc: Exception) -> OpenMirrorError:
         try:
             pa.array(frame[name], from_pandas=True)
         except (pa.ArrowException, ValueError, TypeError) as column_exc:
-            reason = str(column_exc).splitlines()[0] if str(column_exc) else type(column_exc).__name__
             return UnsupportedTypeError(
-                f"pandas column {name!r} cannot be read as one type ({reason}); cast it, "
+                f"pandas column {name!r} cannot be read as one type ({user_line(column_exc)}); cast it, "
                 f"e.g. df[{name!r}].astype('string')."
             )
-    first = scrub(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
-    return UnsupportedTypeError(f"pyarrow cannot read the pandas DataFrame ({first}); cast its columns.")
+    return UnsupportedTypeError(
+        f"pyarrow cannot read the pandas DataFrame ({user_line(exc)}); cast its columns."
+    )

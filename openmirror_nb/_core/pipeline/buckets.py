@@ -28,6 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb._core.identifiers import quoted
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
@@ -58,14 +60,14 @@ def place(df: DataFrame, *, keys: tuple[str, ...], buckets: int | None) -> DataF
     """
     from pyspark.sql import functions as F
 
-    return df if buckets is None else df.repartition(buckets, *[F.col(f"`{k}`") for k in keys])
+    return df if buckets is None else df.repartition(buckets, *[F.col(quoted(k)) for k in keys])
 
 
 def misplaced(keys: tuple[str, ...], buckets: int) -> Column:
     """Observed metric: rows whose partition (``PLACE``) is not their key's bucket."""
     from pyspark.sql import functions as F
 
-    bucket = F.pmod(F.hash(*[F.col(f"`{k}`") for k in keys]), F.lit(buckets))
+    bucket = F.pmod(F.hash(*[F.col(quoted(k)) for k in keys]), F.lit(buckets))
     return F.sum(F.when(bucket != F.col(PLACE), 1).otherwise(0)).alias("misplaced")
 
 

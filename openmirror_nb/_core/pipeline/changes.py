@@ -11,8 +11,8 @@ import weakref
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ChangeFeedError, ConfigError, did_you_mean
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import ROW_MARKER, Convention, RowMarker
-from openmirror_nb._core.pipeline.stage import quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -26,7 +26,6 @@ _VALID = [int(m) for m in RowMarker]
 
 # Metadata columns of a Delta change data feed: they describe the change, not the table.
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-DEFAULT_OP_COLUMN = {"rowmarker": ROW_MARKER, "sys_op": "sys_op", "cdf": "_change_type", "debezium": "op"}
 # A feed Spark estimates at most this size (its optimized plan's sizeInBytes) is ordered in one
 # task instead of a shuffle by key: one job less, which is most of a small push's cost (a
 # micro-batch of a stream, a daily feed of a few thousand rows).
@@ -114,12 +113,12 @@ def _cdf_key_changes(df: DataFrame, *, op_column: str, keys: tuple[str, ...]) ->
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    kind = F.lower(F.trim(F.col(f"`{op_column}`").cast("string")))
-    by = Window.partitionBy("_commit_version", *[F.col(f"`{k}`") for k in keys])
+    kind = F.lower(F.trim(F.col(quoted(op_column)).cast("string")))
+    by = Window.partitionBy("_commit_version", *[F.col(quoted(k)) for k in keys])
     flagged = df.withColumn("_om_post", F.max((kind == "update_postimage").cast("int")).over(by))
     moved = (kind == "update_preimage") & (F.col("_om_post") == 0)
     kept = flagged.where((kind != "update_preimage") | moved)
-    op = F.when(moved, F.lit("delete")).otherwise(F.col(f"`{op_column}`"))
+    op = F.when(moved, F.lit("delete")).otherwise(F.col(quoted(op_column)))
     phase = F.when(moved | (kind == "delete"), F.lit(0)).otherwise(F.lit(1))
     return kept.withColumn(_CDF_PHASE, phase).withColumn(op_column, op).drop("_om_post")
 
@@ -147,7 +146,7 @@ def to_change_rows(
 
     df, order_by = _checked_feed(df, op_column=op_column, convention=convention, keys=keys, order_by=order_by)
     # Input order is the tie-breaker, captured before the shuffle that would lose it.
-    marker = to_marker(F.col(f"`{op_column}`"), convention, update_marker=update_marker)
+    marker = to_marker(F.col(quoted(op_column)), convention, update_marker=update_marker)
     # The marker is a column of its own first, so the data columns can read it as SQL text.
     ordered = df.select("*", F.monotonically_increasing_id().alias(_ORDER), marker.alias(_MARKER))
     dropped = {op_column, *unpublished, *((*CDF_COLUMNS, _CDF_PHASE) if convention == "cdf" else ())}
@@ -210,7 +209,7 @@ def _net_changes(shaped: DataFrame, *, keys: tuple[str, ...], hidden: list[str])
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    key_cols = [F.col(f"`{k}`") for k in keys]
+    key_cols = [F.col(quoted(k)) for k in keys]
     last_first = Window.partitionBy(*key_cols).orderBy(*[F.col(h).desc() for h in hidden])
     net = F.when(F.col(ROW_MARKER).isin(INVALID_MARKER, int(RowMarker.DELETE)), F.col(ROW_MARKER))
     per_key = Window.partitionBy(*key_cols)
@@ -242,7 +241,7 @@ def _by_key(df: DataFrame, keys: tuple[str, ...]) -> tuple[DataFrame, bool]:
 
     if estimated_bytes(df) <= SMALL_FEED_BYTES:
         return df.coalesce(1), True
-    cols = [F.col(f"`{k}`") for k in keys]
+    cols = [F.col(quoted(k)) for k in keys]
     conf = df.sparkSession.conf
     adaptive = conf.get("spark.sql.adaptive.enabled", "true") == "true"
     if adaptive and conf.get("spark.sql.adaptive.coalescePartitions.enabled", "true") == "true":

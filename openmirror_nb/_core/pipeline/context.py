@@ -1,5 +1,7 @@
-"""What every push flow shares: where it stages (``StageContext``), what it hands to publish
-(``Staged``), and the writes and checks of data parts and key state.
+"""What every push flow shares: where it stages (``StageContext``) and the folders that makes
+(removed again unless it publishes), what it hands to publish (``Staged``), and the writes and
+checks of data parts and key state. Reading the table's stored key state is
+``pipeline.stored_keystate``'s (a ``StageContext`` is the ``Site`` it reads from).
 
 Where Spark cannot write to the store (OneLake outside Fabric) it works in a local folder, and
 the files to publish are uploaded into the store's staging folder.
@@ -14,12 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.push_state import PushState
+from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import Compression, RowMarker, TableOptions
 from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline import checks, keystate, observed, snapdiff, stage
+from openmirror_nb._core.pipeline import checks, keystate, observed, stage
 from openmirror_nb._core.storage.base import Storage
-from openmirror_nb._core.storage.local import fetch_folder, file_uri
+from openmirror_nb._core.storage.local import file_uri
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -54,10 +58,6 @@ class StageContext:
         if self.local_dir is None:
             return self.storage.uri(path)
         return file_uri(Path(self.local_dir) / path)
-
-    def fetch(self, path: str) -> str:
-        """A Spark URI for a store folder, downloading it first if Spark cannot read the store."""
-        return fetch_folder(self.storage, path, local_dir=self.local_dir)
 
     def upload(self, path: str) -> None:
         if self.local_dir is None:
@@ -162,7 +162,7 @@ def check_state(ctx: StageContext, seen: dict[str, int]) -> None:
         raise checks.null_key_error(seen["null_keys"], keys=ctx.keys, table=ctx.table)
     if seen["duplicate_rows"]:
         state = ctx.spark.read.parquet(ctx.uri(ctx.state_dir))
-        keys = [F.col(f"`{k}`") for k in ctx.keys]
+        keys = [F.col(quoted(k)) for k in ctx.keys]
         dupes = state.where(F.col(keystate.ROWS) > 1).select(*keys).distinct().limit(6).collect()
         raise checks.duplicate_error([tuple(r) for r in dupes], keys=ctx.keys, table=ctx.table)
 
@@ -254,46 +254,22 @@ def write_data(
     return stage.stats_of(seen, markers=markers)
 
 
-def effective(
-    ctx: StageContext,
-    prior: PushState,
-    *,
-    schema: StructType,
-    latest: DataFrame | None = None,
-    place: int | None = None,
-) -> DataFrame | None:
-    """The table's current key state, with ``latest`` applied, merged into ``place`` buckets
-    (see ``keystate.read_effective``); ``schema``: the pushed frame's, which has the key columns."""
-    small = latest is None and prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS
-    deltas, feeds = keystate.deltas_of(prior, ctx.fetch)
-    return keystate.read_effective(
-        ctx.spark,
-        base=ctx.fetch(prior.base) if prior.base else None,
-        deltas=deltas,
-        keys=ctx.keys,
-        small_deltas=small,
-        latest=latest,
-        place=place,
-        schema=keystate.state_schema(schema, ctx.keys),
-        feeds=feeds,
-    )
+def fresh_folders(home: TableFolder, state: PushState | None) -> tuple[str, ...]:
+    """Folders a push may create that are not there now, outermost first (removed again unless
+    it publishes). A table with a state keeps it, and its key state, in its folder: only the
+    staging folder can be new then."""
+    parents = (f"{home.folder.rpartition('/')[0]}",) if home.ref.schema else ()
+    held = state is not None and all(f.startswith(f"{home.keystate_root}/") for f in state.key_state)
+    if held and state and state.key_state:
+        parents = (home.staging_root,)
+    else:
+        parents = (*parents, home.folder, home.internal, home.staging_root, home.keystate_root)
+    return tuple(p for p in parents if not home.storage.exists(p))
 
 
-def stored(
-    ctx: StageContext, prior: PushState, *, place: int, schema: StructType, single: bool = False
-) -> tuple[DataFrame | None, DataFrame | None]:
-    """The table's stored key state for a diff (see ``snapdiff.stored``); ``schema``: the
-    pushed frame's, which has the key columns."""
-    deltas, feeds = keystate.deltas_of(prior, ctx.fetch)
-    return snapdiff.stored(
-        ctx.spark,
-        base=ctx.fetch(prior.base) if prior.base else None,
-        deltas=deltas,
-        feeds=feeds,
-        keys=ctx.keys,
-        small_deltas=prior.delta_rows is not None and prior.delta_rows <= keystate.BROADCAST_ROWS,
-        buckets=prior.buckets,
-        place=place,
-        schema=keystate.state_schema(schema, ctx.keys),
-        single=single,
-    )
+def remove_staged(ctx: StageContext, fresh: tuple[str, ...]) -> None:
+    """Remove what a push staged that it does not publish, and the ``fresh`` folders it made."""
+    ctx.storage.delete(ctx.staging)
+    ctx.storage.delete(ctx.state_dir)
+    for path in reversed(fresh):
+        ctx.storage.delete(path, recursive=False)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ChangeFeedError, KeyColumnsError, did_you_mean, preview
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.pipeline.debezium_fields import (
     ENVELOPE_ORDER,
     FLAT_ORDER,
@@ -151,7 +152,7 @@ def read_feed(df: DataFrame, *, op_column: str | None, order_by: tuple[str, ...]
     if _CORRUPT in df.columns:
         _refuse_corrupt(df)
     # A tombstone (the null value that follows a delete in Kafka) reads as a row of NULLs.
-    events = df.where(~_all([F.col(f"`{c}`").isNull() for c in df.columns]))
+    events = df.where(~_all([F.col(quoted(c)).isNull() for c in df.columns]))
     wrapped = "payload" in df.columns and set(df.columns) <= {"schema", "payload", _CORRUPT}
     if wrapped:
         kind = df.schema["payload"].dataType
@@ -171,7 +172,7 @@ def _refuse_corrupt(df: DataFrame) -> None:
     from pyspark.sql import functions as F
 
     # Spark refuses a query of raw JSON that reads only the corrupt-record column: read one more.
-    other = [f"`{c}`" for c in df.columns if c != _CORRUPT][:1]
+    other = [quoted(c) for c in df.columns if c != _CORRUPT][:1]
     bad = df.where(F.col(_CORRUPT).isNotNull()).select(_CORRUPT, *other).limit(3).collect()
     if bad:
         shown = preview([r[0][:80] for r in bad])
@@ -255,15 +256,15 @@ def _flat(events: DataFrame, op_column: str | None, order_by: tuple[str, ...]) -
         )
     shape = "ExtractNewRecordState output" if op_name == "__op" or has_deleted else "flattened feed"
     data = [c for c in columns if c not in (op_name, _CORRUPT) and not c.startswith(META_PREFIX)]
-    values = {c: F.col(f"`{c}`") for c in data}
+    values = {c: F.col(quoted(c)) for c in data}
     kinds = {c: events.schema[c].dataType for c in data}
     deleted = F.lower(F.trim(F.col("__deleted").cast("string"))) if has_deleted else None
     # without __op, ExtractNewRecordState tells only deletes apart: the rest are upserts
-    op = F.col(f"`{op_name}`") if op_name else F.lit("c")
+    op = F.col(quoted(op_name)) if op_name else F.lit("c")
 
     def resolve(name: str) -> tuple[DataType, Column] | None:
         if name in columns:
-            return events.schema[name].dataType, F.col(f"`{name}`")
+            return events.schema[name].dataType, F.col(quoted(name))
         kind = field_type(events.schema, name)
         return None if kind is None else (kind, field(name))
 

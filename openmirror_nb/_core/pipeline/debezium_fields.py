@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ConfigError, did_you_mean
+from openmirror_nb._core.identifiers import quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -84,7 +85,7 @@ def field(path: str) -> Column:
     from pyspark.sql import functions as F
 
     head, *rest = path.split(".")
-    return functools.reduce(lambda c, p: c.getField(p), rest, F.col(f"`{head}`"))
+    return functools.reduce(lambda c, p: c.getField(p), rest, F.col(quoted(head)))
 
 
 def leaves(kind: DataType, path: str) -> list[str]:

@@ -42,7 +42,7 @@ log = logging.getLogger("openmirror_nb")
 def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> SyncResult:
     """Bring ``request.table`` to the source's current version (see the module docstring).
 
-    ``request`` carries the push options; its mode, convention and source mark are set here.
+    ``request`` carries the push options; its mode, feed convention and source mark are set here.
     """
     home = TableFolder(storage, request.table)
     with home.lock(timeout=request.lock_timeout):
@@ -72,7 +72,8 @@ def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> S
     marked = replace(request, source=(source.uri, now), source_columns=source_columns(source.columns(now)))
     fallback = None
     if held is not None:
-        changes = replace(marked, mode="changes", convention="cdf", op_column=CDF_OP, source_after=held)
+        feed = replace(marked.feed, convention="cdf", op_column=CDF_OP)
+        changes = replace(marked, mode="changes", feed=feed, source_after=held)
         try:
             pushed = run_push(storage, source.changes(held, now), changes)
         except Exception as exc:  # the feed is not there (found now or mid-job), or a real failure
@@ -95,9 +96,10 @@ def _failed(exc: Exception, uri: str, held: int, now: int) -> Exception:
     if isinstance(exc, OpenMirrorError):
         return exc
     return SourceError(
-        scrub(
+        user_line(
+            exc,
             f"Reading the change data feed of {uri} (versions {held + 1}..{now}) failed; nothing was "
-            f"published and the table still holds version {held}: {user_line(exc)}"
+            f"published and the table still holds version {held}",
         )
     )
 

@@ -26,7 +26,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.pipeline import context, keystate, observed, stage
+from openmirror_nb._core.identifiers import quoted
+from openmirror_nb._core.pipeline import context, keystate, observed
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation
@@ -40,7 +41,7 @@ def fingerprint(columns: list[str]) -> Column:
     """The aggregate both jobs observe, as SQL text: rows hashed with their ``POSITION``."""
     from pyspark.sql import functions as F
 
-    hashed = ", ".join(stage.quoted(c) for c in [POSITION, *columns])
+    hashed = ", ".join(quoted(c) for c in [POSITION, *columns])
     return F.expr(f"bit_xor(xxhash64({hashed})) AS fingerprint")
 
 

@@ -11,10 +11,20 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ChangeFeedError, preview
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
 from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline import checks, context, feed_state, keystate, observed, snapdiff, stage
+from openmirror_nb._core.pipeline import (
+    checks,
+    context,
+    feed_state,
+    keystate,
+    observed,
+    snapdiff,
+    stage,
+    stored_keystate,
+)
 from openmirror_nb._core.pipeline.changes import INVALID_MARKER
 from openmirror_nb._core.pipeline.context import StageContext, Staged
 
@@ -60,7 +70,7 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
     # and the join's output (the next state) is in the same buckets.
     n = context.bucket_target(ctx, prior, rows=0)
     single = context.one_task(prior, buckets=n)
-    old, touched = context.stored(ctx, prior, place=n, schema=shaped.schema, single=single)
+    old, touched = stored_keystate.for_diff(ctx, prior, place=n, schema=shaped.schema, single=single)
     new = snapdiff.snapshot_state(shaped, keys=ctx.keys, buckets=n, touched=touched, single=single)
     diff = snapdiff.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
     changed = F.col(keystate.CHANGE).isNotNull()
@@ -108,7 +118,7 @@ def _changed_rows(ctx: StageContext, shaped: DataFrame, *, total: int, single: b
 
     fields = shaped.schema.fields
     schema = keystate.state_schema(shaped.schema, ctx.keys, change=True)
-    change, keys = keystate.CHANGE, [stage.quoted(k) for k in ctx.keys]
+    change, keys = keystate.CHANGE, [quoted(k) for k in ctx.keys]
     changes = ctx.spark.read.schema(schema).parquet(ctx.uri(ctx.state_dir)).where(f"{change} IS NOT NULL")
     touched = changes.where(f"{change} != {int(RowMarker.DELETE)}").selectExpr(*keys, change)
     if single:  # both sides in one partition: a hash join there needs no exchange
@@ -120,13 +130,13 @@ def _changed_rows(ctx: StageContext, shaped: DataFrame, *, total: int, single: b
     # SQL text: one call to the JVM per column
     marker = f"CAST({change} AS INT) AS {ROW_MARKER}"
     typed_nulls = [
-        stage.quoted(f.name)
+        quoted(f.name)
         if f.name in ctx.keys
-        else f"CAST(NULL AS {f.dataType.simpleString()}) AS {stage.quoted(f.name)}"
+        else f"CAST(NULL AS {f.dataType.simpleString()}) AS {quoted(f.name)}"
         for f in fields
     ]
     deletes = changes.where(f"{change} = {int(RowMarker.DELETE)}")
-    return upserts.selectExpr(*[stage.quoted(f.name) for f in fields], marker).unionByName(
+    return upserts.selectExpr(*[quoted(f.name) for f in fields], marker).unionByName(
         deletes.selectExpr(*typed_nulls, marker)
     )
 
@@ -169,7 +179,7 @@ def stage_changes(
         delta, repeated = _delta_from_files(ctx, rows, stats, unique_keys=unique_keys)
         if compacting and prior is not None:
             n = context.bucket_target(ctx, prior, rows=stats.rows)
-            merged = context.effective(ctx, prior, latest=delta, place=n, schema=rows.schema) or delta
+            merged = stored_keystate.current(ctx, prior, latest=delta, place=n, schema=rows.schema) or delta
             seen = context.write_state(ctx, merged, buckets=n, announce=False)
             written = seen["rows"]
         else:
@@ -249,9 +259,9 @@ def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: PushSt
     batch is refused. Compared through the key state's row hashes."""
     from pyspark.sql import functions as F
 
-    old = context.effective(ctx, prior, schema=deletes.schema) if prior else None
+    old = stored_keystate.current(ctx, prior, schema=deletes.schema) if prior else None
     h1, h2 = keystate.row_hashes(deletes, keys=ctx.keys)
-    asked = deletes.select(*[F.col(f"`{k}`") for k in ctx.keys], h1.alias("_d1"), h2.alias("_d2"))
+    asked = deletes.select(*[F.col(quoted(k)) for k in ctx.keys], h1.alias("_d1"), h2.alias("_d2"))
     if old is None:
         bad = asked.limit(6).collect()
     else:

@@ -26,13 +26,13 @@ being small, need no layout. A snapshot diff is in ``pipeline.snapdiff``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import ROW_MARKER, RowMarker, TableOptions
 from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline.stage import PART_NAME, quoted, read_staged
+from openmirror_nb._core.pipeline.stage import PART_NAME, read_staged
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -67,10 +67,6 @@ def compaction_due(state: PushState | None) -> bool:
     return state.delta_rows > bound
 
 
-def _q(name: str) -> str:
-    return quoted(name)
-
-
 def row_hashes(df: DataFrame, *, keys: tuple[str, ...], skip: tuple[str, ...] = ()) -> tuple[Column, Column]:
     """The two 64-bit row hashes over the non-key data columns of ``df`` (not those in ``skip``).
 
@@ -87,7 +83,7 @@ def row_hashes(df: DataFrame, *, keys: tuple[str, ...], skip: tuple[str, ...] = 
         if f.name not in keys and f.name != ROW_MARKER and f.name not in skip
     ]
     for i, field in enumerate(fields):
-        col, kind = _q(field.name), field.dataType.typeName()
+        col, kind = quoted(field.name), field.dataType.typeName()
         # -0.0 hashes as 0.0 (NaN is one value in Spark's hash already)
         values.append(
             f"CASE WHEN {col} = 0 THEN CAST(0.0 AS {kind}) ELSE {col} END" if kind in _FLOATS else col
@@ -141,10 +137,10 @@ def delta_state(
         )
     last = F.max_by(F.struct(F.col(ROW_MARKER).alias("m"), h1.alias("h1"), h2.alias("h2")), order)
     changes = [F.count(F.lit(1)).alias(_CHANGES)] if count else []
-    grouped = staged.groupBy(*[F.col(_q(k)) for k in keys]).agg(last.alias("last"), *changes)
+    grouped = staged.groupBy(*[F.col(quoted(k)) for k in keys]).agg(last.alias("last"), *changes)
     deleted = F.col("last.m") == int(RowMarker.DELETE)
     return grouped.select(
-        *[F.col(_q(k)) for k in keys],
+        *[F.col(quoted(k)) for k in keys],
         F.when(deleted, 0).otherwise(1).cast("long").alias(ROWS),
         F.col("last.h1").alias(H1),
         F.col("last.h2").alias(H2),
@@ -184,7 +180,7 @@ def read_effective(
         return frames[0].where(F.col(ROWS) > 0).drop(_SOURCE)
     if base and small_deltas:
         changed = _latest(frames[1:], keys=keys)
-        touched = F.broadcast(changed.select(*[F.col(_q(k)) for k in keys]))
+        touched = F.broadcast(changed.select(*[F.col(quoted(k)) for k in keys]))
         kept = frames[0].drop(_SOURCE).join(touched, list(keys), "left_anti")
         return kept.unionByName(changed).where(F.col(ROWS) > 0)
     return _latest(frames, keys=keys, buckets=place).where(F.col(ROWS) > 0)
@@ -242,21 +238,6 @@ def read_delta(
     return delta_state(rows.coalesce(1), keys=keys)
 
 
-def deltas_of(state: PushState, fetch: Callable[[str], str]) -> tuple[list[str], dict[str, StructType]]:
-    """``state``'s delta folders as Spark URIs (``fetch`` makes one of a folder) and, for
-    ``read_delta``, the schemas of those that hold a change feed's own files."""
-    from pyspark.sql.types import StructType
-
-    schemas = dict(state.feed_deltas)
-    uris: list[str] = []
-    feeds: dict[str, StructType] = {}
-    for folder in state.deltas:
-        uris.append(fetch(folder))
-        if folder in schemas:
-            feeds[uris[-1]] = StructType.fromJson(json.loads(schemas[folder]))
-    return uris, feeds
-
-
 def count_repeated(delta: DataFrame) -> tuple[DataFrame, Observation]:
     """``delta`` (``delta_state(..., count=True)``) without its count, observed for keys that
     changed more than once (``observation.get["repeated"]``, once it is written)."""
@@ -273,7 +254,8 @@ def _frames(sources: list[DataFrame], *, keys: tuple[str, ...]) -> list[DataFram
 
     cols = [*keys, ROWS, H1, H2]
     return [
-        df.select(*[F.col(_q(c)) for c in cols]).withColumn(_SOURCE, F.lit(i)) for i, df in enumerate(sources)
+        df.select(*[F.col(quoted(c)) for c in cols]).withColumn(_SOURCE, F.lit(i))
+        for i, df in enumerate(sources)
     ]
 
 
@@ -291,9 +273,9 @@ def _latest(
         merged = merged.unionByName(frame)
     merged = merged.coalesce(1) if single else buckets_mod.place(merged, keys=keys, buckets=buckets)
     latest = F.max_by(F.struct(F.col(ROWS), F.col(H1), F.col(H2)), F.col(_SOURCE)).alias("s")
-    state = merged.groupBy(*[F.col(_q(k)) for k in keys]).agg(latest)
+    state = merged.groupBy(*[F.col(quoted(k)) for k in keys]).agg(latest)
     return state.select(
-        *[F.col(_q(k)) for k in keys],
+        *[F.col(quoted(k)) for k in keys],
         F.col(f"s.{ROWS}").alias(ROWS),
         F.col(f"s.{H1}").alias(H1),
         F.col(f"s.{H2}").alias(H2),

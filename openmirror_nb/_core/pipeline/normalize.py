@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import InvalidNameError, KeyColumnsError, UnsupportedTypeError, did_you_mean
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import ROW_MARKER, TableOptions
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ def normalize(df: DataFrame, *, options: TableOptions, keep: frozenset[str] = fr
     changed = False
     for field in df.schema.fields:
         name, kind = field.name, _type_name(field.dataType)
-        col = F.col(f"`{name}`")
+        col = F.col(quoted(name))
         if name in keep:
             out.append(col)
             continue

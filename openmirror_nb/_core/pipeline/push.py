@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import LandingZoneError, PushCancelledError, user_line
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.discovery import check_unique
 from openmirror_nb._core.landing_zone.lifecycle import Settled, settle
 from openmirror_nb._core.landing_zone.metadata import TableMetadata
@@ -30,12 +31,12 @@ from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.reseed_journal import LOADED, read_reseed
 from openmirror_nb._core.landing_zone.table_folder import TableFolder, new_incarnation
 from openmirror_nb._core.model import PushResult, RowMarker
-from openmirror_nb._core.pipeline import checks, context, flows, push_checks
+from openmirror_nb._core.pipeline import context, flows, push_checks
 from openmirror_nb._core.pipeline.changes import to_marker
 from openmirror_nb._core.pipeline.decision import StaleTable, decide, published_rows
 from openmirror_nb._core.pipeline.normalize import normalize
 from openmirror_nb._core.pipeline.push_progress import PushJobs, hold_interrupts, spark_stages
-from openmirror_nb._core.pipeline.request import PushRequest, compression_for, invalid_ops, shape
+from openmirror_nb._core.pipeline.request import PushRequest, compression_for, invalid_ops
 from openmirror_nb._core.progress import (
     Cancelled,
     Committing,
@@ -66,6 +67,7 @@ class _Push:
     say: Callable[..., ProgressEvent]
     progress: ProgressCallback | None
     jobs: PushJobs
+    checked: push_checks.Checked | None = None
 
     @property
     def name(self) -> str:
@@ -84,13 +86,16 @@ def run_push(
     lock_held: bool = False,
     reseed: bool = False,
     settled: Settled | None = None,
+    checked: push_checks.Checked | None = None,
 ) -> PushResult:
     """Push one DataFrame to one table (see ``MirroredDatabase.push``), telling ``progress``.
 
     ``lock_held``: the caller holds the table lock (a reseed, which loads under its own lock;
     a stream's batch sink); ``reseed``: this push is a reseed's reload, which a reseed in progress
     lets through; ``settled``: with ``lock_held``, what the caller's own ``settle`` of the table
-    found under that lock, so the table is not settled (listed, its state read) a second time.
+    found under that lock, so the table is not settled (listed, its state read) a second time;
+    ``checked``: what a routed batch's ``push_checks.check_frame`` found for ``df``, not checked
+    again unless the table has changed since.
     """
     started = time.monotonic()
     table = str(request.table)
@@ -99,7 +104,7 @@ def run_push(
     def say(kind: type[ProgressEvent], **fields: Any) -> ProgressEvent:
         return kind(table, time.monotonic() - started, jobs=jobs.count(), **fields)
 
-    push = _Push(TableFolder(storage, request.table), df, request, started, say, progress, jobs)
+    push = _Push(TableFolder(storage, request.table), df, request, started, say, progress, jobs, checked)
     push.tell(Validating)
     try:
         with jobs.tagged():
@@ -170,7 +175,7 @@ def _attempt(push: _Push, state: PushState | None) -> PushResult:
     if meta is None and state is None:  # a first push: under the lock every spelling shares
         check_unique(home.storage, home.ref)
     ctx, shaped = _prepare(push, meta, state)
-    fresh = _fresh(home, state)
+    fresh = context.fresh_folders(home, state)
     journaled = False
     try:
         push.tell(Staging)
@@ -196,7 +201,7 @@ def _attempt(push: _Push, state: PushState | None) -> PushResult:
             )
     finally:
         if not journaled:  # rejected, or nothing to publish: nothing of it stays
-            _remove_staged(ctx, fresh)
+            context.remove_staged(ctx, fresh)
         if ctx.local_dir is not None:
             shutil.rmtree(ctx.local_dir, ignore_errors=True)
     result = PushResult(
@@ -219,52 +224,31 @@ def _attempt(push: _Push, state: PushState | None) -> PushResult:
 def _prepare(
     push: _Push, meta: TableMetadata | None, state: PushState | None
 ) -> tuple[context.StageContext, DataFrame]:
-    """Check the push against the table, shape its frame, and say where it stages."""
-    home, request, name = push.home, push.request, push.name
-    options = checks.resolve_options(request.table_options, meta, name)
-    keys = checks.resolve_keys(request.keys, meta, name, append=request.append)
+    """Check the push against the table (unless a routed batch did, against the table as it is
+    now), shape its frame, and say where it stages."""
+    home, request, checked = push.home, push.request, push.checked
+    if checked is None or not checked.holds(meta, state):
+        checked = push_checks.check_frame(push.df, request, meta, state)
     push_checks.check_source(request, state)
     push_checks.check_stream(request, state)
-    shaped = shape(push.df, request, keys, options)
-    checks.check_against_state(shaped.schema, state, options, name)
     push_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     # A table pushed by an older version has no incarnation yet: this push gives it one.
     incarnation = state.incarnation if state and state.incarnation else new_incarnation()
     ctx = context.StageContext(
         storage=home.storage,
-        spark=shaped.sparkSession,
+        spark=checked.shaped.sparkSession,
         staging=home.staging(incarnation, push_id),
         state_dir=home.keystate(incarnation, push_id),
-        options=options,
-        compression=compression_for(request, options),
+        options=checked.options,
+        compression=compression_for(request, checked.options),
         rows_per_file=request.rows_per_file,
-        keys=keys,
-        table=name,
+        keys=checked.keys,
+        table=push.name,
         local_dir=None if home.storage.SPARK_WRITABLE else tempfile.mkdtemp(prefix="openmirror-"),
         push_id=push_id,
         incarnation=incarnation,
     )
-    return ctx, shaped
-
-
-def _fresh(home: TableFolder, state: PushState | None) -> tuple[str, ...]:
-    """Folders a push may create that are not there now, outermost first (removed again unless
-    it publishes). A table with a state keeps it, and its key state, in its folder: only the
-    staging folder can be new then."""
-    parents = (f"{home.folder.rpartition('/')[0]}",) if home.ref.schema else ()
-    held = state is not None and all(f.startswith(f"{home.keystate_root}/") for f in state.key_state)
-    if held and state and state.key_state:
-        parents = (home.staging_root,)
-    else:
-        parents = (*parents, home.folder, home.internal, home.staging_root, home.keystate_root)
-    return tuple(p for p in parents if not home.storage.exists(p))
-
-
-def _remove_staged(ctx: context.StageContext, fresh: tuple[str, ...]) -> None:
-    ctx.storage.delete(ctx.staging)
-    ctx.storage.delete(ctx.state_dir)
-    for path in reversed(fresh):
-        ctx.storage.delete(path, recursive=False)
+    return ctx, checked.shaped
 
 
 def _unchanged(push: _Push) -> PushResult:
@@ -288,18 +272,18 @@ def _stage(
     if request.mode == "snapshot":
         if state is None:
             return flows.stage_initial(ctx, shaped)
-        return flows.stage_diff(ctx, shaped, prior=state, update_marker=request.update_marker)
-    if request.strict_delete:
+        return flows.stage_diff(ctx, shaped, prior=state, update_marker=request.feed.update_marker)
+    if request.feed.strict_delete:
         from pyspark.sql import functions as F
 
-        deletes = normalize(df, options=ctx.options, keep=frozenset({request.op})).where(
-            to_marker(F.col(f"`{request.op}`"), "sys_op", update_marker=4) == int(RowMarker.DELETE)
+        deletes = normalize(df, options=ctx.options, keep=frozenset({request.feed.op})).where(
+            to_marker(F.col(quoted(request.feed.op)), "sys_op", update_marker=4) == int(RowMarker.DELETE)
         )
-        flows.check_strict_deletes(ctx, deletes.drop(request.op), prior=state)
+        flows.check_strict_deletes(ctx, deletes.drop(request.feed.op), prior=state)
     return flows.stage_changes(
         ctx,
         shaped,
-        unique_keys=request.convention == "sys_op",
+        unique_keys=request.feed.convention == "sys_op",
         invalid_values=lambda: invalid_ops(df, request),
         prior=state,
     )

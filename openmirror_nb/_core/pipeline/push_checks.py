@@ -1,14 +1,61 @@
-"""What a push checks about the table before it stages, under its lock: that the table is in the
-incarnation the push started against (no reseed since, none half done), that a sync's source is at
-the version it was read at, and that a streamed batch is not in the table already."""
+"""What a push checks before it stages.
+
+The frame against the table (``check_frame``: keys, options, column names and types, the
+table's schema), the one home of those checks: a push runs them under its lock, and a routed
+stream's batch runs them for every table before any table publishes, handing each push what it
+checked so the push does not check again (unless the table changed meanwhile). And, under the
+push's lock, the table itself: that it is in the incarnation the push started against (no
+reseed since, none half done), that a sync's source is at the version it was read at, and that
+a streamed batch is not in the table already.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from openmirror_nb._core.errors import LandingZoneError
+from openmirror_nb._core.landing_zone.metadata import TableMetadata
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.reseed_journal import LOADED, read_reseed
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
-from openmirror_nb._core.pipeline.request import PushRequest
+from openmirror_nb._core.model import TableOptions
+from openmirror_nb._core.pipeline import checks
+from openmirror_nb._core.pipeline.request import PushRequest, shape
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A frame ``check_frame`` passed: its table's keys and options, the frame shaped as it is
+    staged, and the table's metadata and state it was checked against."""
+
+    keys: tuple[str, ...]
+    options: TableOptions
+    shaped: DataFrame
+    meta: TableMetadata | None
+    state: PushState | None
+
+    def holds(self, meta: TableMetadata | None, state: PushState | None) -> bool:
+        """Whether the checks hold for the table as it is now: it has the same metadata and state
+        (a push meanwhile, or a settled journal, may have changed its schema)."""
+        return meta == self.meta and state == self.state
+
+
+def check_frame(
+    df: DataFrame, request: PushRequest, meta: TableMetadata | None, state: PushState | None
+) -> Checked:
+    """Check ``df`` against the table (its ``meta`` and ``state``): the keys and options the table
+    fixes, the column names, key columns and types the landing zone takes, and no column whose
+    type changed since the last push. Every failure is the ``OpenMirrorError`` a push raises."""
+    name = str(request.table)
+    options = checks.resolve_options(request.table_options, meta, name)
+    keys = checks.resolve_keys(request.keys, meta, name, append=request.append)
+    shaped = shape(df, request, keys, options)
+    checks.check_against_state(shaped.schema, state, options, name)
+    return Checked(keys, options, shaped, meta, state)
 
 
 def incarnation(home: TableFolder) -> str | None:

@@ -5,22 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.feed_options import FeedOptions
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.model import (
     DEFAULT_ROWS_PER_FILE,
     Compression,
-    Convention,
     PartnerInfo,
     PushMode,
-    RowMarker,
     TableOptions,
     TableRef,
 )
 from openmirror_nb._core.pipeline import debezium
-from openmirror_nb._core.pipeline.changes import DEFAULT_OP_COLUMN, INVALID_MARKER, to_change_rows, to_marker
+from openmirror_nb._core.pipeline.changes import INVALID_MARKER, to_change_rows, to_marker
 from openmirror_nb._core.pipeline.normalize import check_columns, check_keys, normalize
 
 if TYPE_CHECKING:
@@ -33,23 +33,19 @@ _COMPRESSIONS = ("none", "snappy", "gzip", "zstd")
 class PushRequest:
     """Everything ``db.push`` was asked to do, checked for form here and only here.
 
-    Checks that need the table (its keys, format and state) run in ``pipeline.checks``.
+    Checks that need the table (its keys, format and state) run in ``pipeline.checks``; the change
+    feed's options are checked as ``FeedOptions`` (``feed``; a snapshot reads its update_marker).
     """
 
     table: TableRef
     keys: tuple[str, ...] | None
     mode: PushMode
-    op_column: str | None
-    convention: Convention
-    order_by: tuple[str, ...]
+    feed: FeedOptions
     table_options: TableOptions | None
     compression: Compression | None
     rows_per_file: int
     lock_timeout: float
     partner: PartnerInfo
-    update_marker: int = int(RowMarker.UPSERT)
-    compact: bool = False
-    strict_delete: bool = False
     # db.sync_delta: the (source, version) this push brings the table to, and the version it
     # was read against (None: the table's first sync), checked under the table lock; that
     # version's columns and why the sync pushed a snapshot diff, if it did (both kept in the state).
@@ -73,16 +69,17 @@ class PushRequest:
         *,
         table: str,
         keys: Sequence[str] | None,
-        order_by: Sequence[str],
+        feed: FeedOptions | None = None,
         **fields: Any,
     ) -> PushRequest:
-        """Build a request from ``db.push``'s arguments (lists as given, the table as text)."""
-        if isinstance(keys, str) or isinstance(order_by, str):
-            raise ConfigError("keys and order_by take a list of column names, e.g. keys=['id'].")
+        """Build a request from ``db.push``'s arguments (keys as given, the table as text;
+        ``feed``: the defaults when ``None``)."""
+        if isinstance(keys, str):
+            raise ConfigError("keys take a list of column names, e.g. keys=['id'].")
         return cls(
             table=TableRef.parse(table),
             keys=tuple(keys) if keys else None,
-            order_by=tuple(order_by),
+            feed=FeedOptions() if feed is None else feed,
             **fields,
         )
 
@@ -95,33 +92,27 @@ class PushRequest:
         lock_timeout: float,
         partner: PartnerInfo,
         table_options: TableOptions | None = None,
-        compact: bool = False,
+        feed: FeedOptions | None = None,
     ) -> PushRequest:
-        """A plain snapshot push with the defaults (``sync_delta``, a reseed's reload)."""
+        """A plain snapshot push with the defaults (``sync_delta``, a reseed's reload); ``feed``:
+        the change-feed options of a ``sync_delta`` that reads the change data feed."""
         return cls.create(
             table=table,
             keys=keys,
-            order_by=(),
+            feed=feed,
             mode="snapshot",
-            op_column=None,
-            convention="rowmarker",
             table_options=table_options,
             compression=None,
             rows_per_file=DEFAULT_ROWS_PER_FILE,
             lock_timeout=lock_timeout,
             partner=partner,
-            compact=compact,
         )
 
     def __post_init__(self) -> None:
         if self.mode not in ("snapshot", "changes"):
             raise ConfigError(f"mode {self.mode!r} is not valid; use 'snapshot' or 'changes'.")
-        if self.mode == "snapshot" and self.op_column is not None:
+        if self.mode == "snapshot" and self.feed.op_column is not None:
             raise ConfigError("op_column is for change feeds; pass mode='changes' with it.")
-        if self.convention not in get_args(Convention):
-            raise ConfigError(
-                f"convention {self.convention!r} is not known; use rowmarker, sys_op, cdf or debezium."
-            )
         if self.compression not in (None, *_COMPRESSIONS):
             raise ConfigError(
                 f"compression {self.compression!r} is not supported; use none, snappy, gzip or zstd."
@@ -132,14 +123,6 @@ class PushRequest:
             or self.rows_per_file < 1
         ):
             raise ConfigError(f"rows_per_file {self.rows_per_file!r} must be at least 1 (a whole number).")
-        if self.update_marker not in (int(RowMarker.UPDATE), int(RowMarker.UPSERT)):
-            raise ConfigError(f"update_marker {self.update_marker} must be 1 (update) or 4 (upsert).")
-        if self.strict_delete and self.convention != "sys_op":
-            raise ConfigError("strict_delete is Prostore's rule; use it with convention='sys_op'.")
-
-    @property
-    def op(self) -> str:
-        return self.op_column or DEFAULT_OP_COLUMN[self.convention]
 
 
 def compression_for(request: PushRequest, options: TableOptions) -> Compression:
@@ -165,12 +148,13 @@ def shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: T
         if not request.append:  # an append's table has no keys to check
             check_keys(df, keys)
         return normalize(df, options=options)
-    op, order_by = request.op, request.order_by
+    feed = request.feed
+    op, order_by = feed.op, tuple(feed.order_by)
     hidden: tuple[str, ...] = request.unpublished
-    if request.convention == "debezium":
+    if feed.convention == "debezium":
         # Envelope, payload wrapper, ExtractNewRecordState or flattened: one flat feed of the row's
         # columns, the op letter and ordering fields that are not published.
-        df, hidden = debezium.read_feed(df, op_column=request.op_column, order_by=request.order_by).rows(keys)
+        df, hidden = debezium.read_feed(df, op_column=feed.op_column, order_by=order_by).rows(keys)
         op, order_by = debezium.OP, hidden
     check_columns(df, reserved_ok=frozenset({op, *hidden}))
     check_keys(df, keys)
@@ -178,11 +162,11 @@ def shape(df: DataFrame, request: PushRequest, keys: tuple[str, ...], options: T
     return to_change_rows(
         shaped,
         op_column=op,
-        convention=request.convention,
+        convention=feed.convention,
         keys=keys,
         order_by=order_by,
-        update_marker=request.update_marker,
-        compact=request.compact,
+        update_marker=feed.update_marker,
+        compact=feed.compact,
         unpublished=hidden,
     )
 
@@ -195,10 +179,11 @@ def invalid_ops(df: DataFrame, request: PushRequest) -> list[Any]:
     """
     from pyspark.sql import functions as F
 
-    if request.convention == "debezium":
-        raise debezium.read_feed(df, op_column=request.op_column, order_by=request.order_by).invalid_error()
+    feed = request.feed
+    if feed.convention == "debezium":
+        raise debezium.read_feed(df, op_column=feed.op_column, order_by=tuple(feed.order_by)).invalid_error()
 
-    op = F.col(f"`{request.op}`")
-    marker = to_marker(op, request.convention, update_marker=request.update_marker)
+    op = F.col(quoted(feed.op))
+    marker = to_marker(op, feed.convention, update_marker=feed.update_marker)
     rows = df.where(marker == INVALID_MARKER).select(op.alias("op")).distinct().limit(6).collect()
     return [r["op"] for r in rows]

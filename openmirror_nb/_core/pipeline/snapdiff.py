@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import RowMarker
 from openmirror_nb._core.pipeline import buckets as buckets_mod
 from openmirror_nb._core.pipeline import keystate
 from openmirror_nb._core.pipeline.keystate import CHANGE, H1, H2, ROWS
-from openmirror_nb._core.pipeline.stage import quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
 # a key's row in the merged deltas, carried on the new side: rows (0 = deleted), hashes
 D_ROWS, D1, D2 = "_om_drows", "_om_d1", "_om_d2"
 _NEW, O1, O2 = "_om_new", "_om_o1", "_om_o2"
-
-
-def _q(name: str) -> str:
-    return quoted(name)
 
 
 def stored(
@@ -72,7 +68,7 @@ def stored(
     old = None
     if base:
         plain = keystate.read_state(spark, base, schema=schema).select(
-            *[_q(c) for c in (*keys, ROWS, H1, H2)]
+            *[quoted(c) for c in (*keys, ROWS, H1, H2)]
         )
         if buckets and not single:
             old = buckets_mod.read(spark, uris=[base], schema=plain.schema, keys=keys, buckets=buckets)
@@ -108,7 +104,7 @@ def snapshot_state(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    cols = [F.col(_q(k)) for k in keys]
+    cols = [F.col(quoted(k)) for k in keys]
     h1, h2 = keystate.row_hashes(df, keys=keys)
     hashed = df.select(*cols, h1.alias(H1), h2.alias(H2))
     window = Window.partitionBy(*cols)
@@ -163,7 +159,7 @@ def diff_states(
         none = F.lit(None).cast("long")
         joined = new.withColumn(O1, none).withColumn(O2, none)
     else:
-        prior = old.select(*[F.col(_q(k)) for k in keys], F.col(H1).alias(O1), F.col(H2).alias(O2))
+        prior = old.select(*[F.col(quoted(k)) for k in keys], F.col(H1).alias(O1), F.col(H2).alias(O2))
         joined = new.join(prior, list(keys), "full_outer")
     o1, o2 = F.col(O1), F.col(O2)
     if carried:
@@ -180,7 +176,7 @@ def diff_states(
     if carried:  # a key deleted by a delta and absent from the snapshot has nothing to say
         joined = joined.where(is_new | is_old)
     return joined.select(
-        *[F.col(_q(k)) for k in keys],
+        *[F.col(quoted(k)) for k in keys],
         F.coalesce(F.col(ROWS), F.lit(0)).cast("long").alias(ROWS),
         F.col(H1),
         F.col(H2),

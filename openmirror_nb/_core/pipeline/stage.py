@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import ROW_MARKER, Compression, TableOptions
 from openmirror_nb._core.pipeline import observed, write_session
 from openmirror_nb._core.storage.base import Storage
@@ -170,11 +171,6 @@ def read_staged(spark: SparkSession, *, uri: str, schema: StructType, options: T
     return reader.options(**_PARQUET_READ).parquet(uri)
 
 
-def quoted(name: str) -> str:
-    """A column's name as SQL text and ``F.col`` read it (a backtick in it doubled)."""
-    return "`" + name.replace("`", "``") + "`"
-
-
 def any_null(keys: tuple[str, ...]) -> str:
     """SQL: true for a row with a NULL in any of ``keys``."""
     return " OR ".join(f"{quoted(k)} IS NULL" for k in keys) or "false"
@@ -193,7 +189,7 @@ def duplicate_keys(
     from pyspark.sql import functions as F
 
     staged = read_staged(spark, uri=uri, schema=schema, options=options)
-    cols = [F.col(f"`{k}`") for k in keys]
+    cols = [F.col(quoted(k)) for k in keys]
     dupes = staged.groupBy(*cols).count().where(F.col("count") > 1).limit(limit).collect()
     return [tuple(row[k] for k in keys) for row in dupes]
 

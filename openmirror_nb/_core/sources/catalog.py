@@ -10,7 +10,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ConfigError, did_you_mean, user_line
-from openmirror_nb._core.sources.table import SourceKind, SourceTable, source_table
+from openmirror_nb._core.identifiers import quoted
+from openmirror_nb._core.sources.table import Source, SourceKind, SourceTable, source_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -19,7 +20,7 @@ _STATS_ROWS = re.compile(r"([0-9]+) rows")
 _DETAILS = "# Detailed Table Information"  # DESCRIBE TABLE EXTENDED: the table's rows follow it
 
 
-class Catalog:
+class Catalog(Source):
     """The tables of a Spark catalog database (a Lakehouse, or a Lakehouse schema).
 
     Args:
@@ -69,7 +70,7 @@ class Catalog:
 
     def qualified(self, table: str) -> str:
         """``table`` as Spark SQL names it: ```shop`.`orders```."""
-        return ".".join(f"`{p.replace('`', '``')}`" for p in [*self.database.split("."), table])
+        return ".".join(quoted(p) for p in [*self.database.split("."), table])
 
     def _describe(self, spark: SparkSession, name: str, view: bool) -> SourceTable:
         try:
@@ -93,8 +94,21 @@ class Catalog:
         from openmirror_nb._core.sources.delta_folder import delta_facts
         from openmirror_nb._core.sources.ranges import delta_location
 
-        source = DeltaSource.open(delta_location(self, name, spark), spark, "spark")
+        source = DeltaSource.open(delta_location(self, name), spark, "spark")
         return delta_facts(source, source.version())
+
+    def delta_location(self, table: str) -> str | None:
+        """``table``'s location as ``DESCRIBE DETAIL`` gives it, when it is a Delta table (``None``
+        for a view, another format, or a session without Spark's Delta reader)."""
+        from openmirror_nb._core.runtime import get_spark
+
+        try:  # a view, or a session without Delta (no DESCRIBE DETAIL), has no Delta location
+            detail = get_spark().sql(f"DESCRIBE DETAIL {self.qualified(table)}").first()
+        except Exception:
+            return None
+        if detail is not None and str(detail["format"]).lower() == "delta" and detail["location"]:
+            return str(detail["location"])
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """The source as a saved plan holds it."""

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ConfigError, user_line
-from openmirror_nb._core.sources.table import SourceKind, SourceTable, source_table
+from openmirror_nb._core.identifiers import quoted
+from openmirror_nb._core.sources.table import Source, SourceKind, SourceTable, source_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -31,7 +32,7 @@ IDENTITY = "delta.identity.start"
 IDENTITY_STEP = "delta.identity.step"
 
 
-class DeltaFolder:
+class DeltaFolder(Source):
     """A folder of Delta tables.
 
     Args:
@@ -44,6 +45,7 @@ class DeltaFolder:
     """
 
     kind: SourceKind = "delta_folder"
+    delta_tables = True  # every table of it is a Delta table: delta_sync reads it, feed on or not
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         text = os.fspath(path) if isinstance(path, str | os.PathLike) else None
@@ -89,6 +91,10 @@ class DeltaFolder:
         """Where one table's files are."""
         return f"{self.path.rstrip('/')}/{table}"
 
+    def delta_location(self, table: str) -> str:
+        """Where one table's files are (``uri``): every table of the folder is a Delta table."""
+        return self.uri(table)
+
     def read(self, table: str) -> DataFrame:
         """One table at its latest version as a Spark DataFrame (``om.read_delta``)."""
         from openmirror_nb._core.pipeline.delta_sync import read_delta
@@ -129,7 +135,7 @@ class DeltaFolder:
 def delta_facts(source: DeltaSource, version: int) -> dict[str, Any]:
     """What the log of ``source`` (Spark's Delta reader) says of it at ``version``: its NOT NULL
     and identity columns and whether its change data feed is on (``source_table``'s facts)."""
-    detail = source.spark.sql(f"DESCRIBE DETAIL delta.`{source.uri.replace('`', '``')}`").first()
+    detail = source.spark.sql(f"DESCRIBE DETAIL delta.{quoted(source.uri)}").first()
     properties = dict(detail["properties"] or {}) if detail is not None else {}
     return {**_field_facts(source.columns(version).fields), "change_feed": _on(properties.get(CDF))}
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.errors import ConfigError, user_line
 from openmirror_nb._core.sources.passwords import SECRET_PROPERTY, Password, hide, split_url
-from openmirror_nb._core.sources.table import SourceKind, SourceTable
+from openmirror_nb._core.sources.table import Source, SourceKind, SourceTable
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -31,9 +31,12 @@ DRIVERS = {
 }
 _RANGE_ARGS = ("column", "lowerBound", "upperBound", "numPartitions")
 _BACKTICK = frozenset({"mysql", "mariadb"})  # the others quote identifiers with "
+REFERENCE = (
+    "password_env: NAME (an environment variable holding it) or password_secret: <Key Vault secret URL>"
+)
 
 
-class Jdbc:
+class Jdbc(Source):
     """A schema of a database, read through Spark's JDBC reader.
 
     Args:
@@ -142,7 +145,6 @@ class Jdbc:
                 message holds the driver's reason, never a secret.
         """
         from openmirror_nb._core.runtime import get_spark
-        from openmirror_nb._core.sources.jdbc_meta import java_line
 
         spark = get_spark()
         properties = self.connection_properties()
@@ -151,9 +153,17 @@ class Jdbc:
             return spark.read.jdbc(self.url, self.qualified(table), properties=properties, **split)
         except Exception as exc:  # the driver's and Spark's own errors: one line, secrets hidden
             raise ConfigError(
-                f"Table {table!r} of {self.url} cannot be read ({self.hide(java_line(exc))}); check that "
-                "it exists and that the user may read it."
+                f"Table {table!r} of {self.url} cannot be read ({user_line(exc, hide=self.hide)}); check "
+                "that it exists and that the user may read it."
             ) from None
+
+    def read_in_ranges(self, table: str, column: str, parts: int) -> DataFrame | None:
+        """``table`` read in ``parts`` ranges of the whole-number ``column`` between its lowest and
+        highest value (``bounds``), over as many connections; ``None`` when it has no such range."""
+        low, high = self.bounds(table, column)
+        if low is None or high is None or low >= high:
+            return None
+        return self.read(table, ranges=(column, low, high, parts))
 
     def bounds(self, table: str, column: str) -> tuple[int | None, int | None]:
         """The lowest and highest value of the whole-number ``column`` of ``table`` (one query,
@@ -191,6 +201,26 @@ class Jdbc:
     def hide(self, text: str) -> str:
         """``text`` (a driver's or Spark's message) with this source's secrets replaced by ``***``."""
         return hide(text, [self._password.value, self._resolved, *self._secret_properties.values()])
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Jdbc:
+        """The source a saved plan describes, which holds no secret: a password, or a URL or
+        property holding credentials, is refused (the message never repeats it)."""
+        if "password" in data:
+            raise ConfigError(
+                f"source holds a password, which a plan file never does; remove it and write {REFERENCE}."
+            )
+        built = super().from_dict(data)
+        assert isinstance(built, Jdbc)
+        if (
+            built.url != data.get("url")
+            or built.has_unsaved_secrets
+            or len(built.properties) != len(data.get("properties") or {})
+        ):
+            raise ConfigError(
+                f"source holds credentials (in its url or properties); remove them and write {REFERENCE}."
+            )
+        return built
 
     def to_dict(self) -> dict[str, Any]:
         """The source as a saved plan holds it: no password, only its reference."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from openmirror_nb._core.errors import LINE_LIMIT, ConfigError, MissingDependencyError, NotSupportedError
+from openmirror_nb._core.errors import ConfigError, MissingDependencyError, NotSupportedError, user_line
 from openmirror_nb._core.sources.table import SourceTable, source_table
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def _with_columns(spark: SparkSession, source: Jdbc, name: str, facts: _Describe
             source.url, source.qualified(name), properties=source.connection_properties()
         ).schema
     except Exception as exc:
-        why = source.hide(java_line(exc))
+        why = user_line(exc, hide=source.hide)
         return SourceTable(
             name,
             unreadable=f"Spark's JDBC reader cannot read its columns ({why}); leave it out (enabled: false)",
@@ -140,7 +140,7 @@ def _connect(spark: SparkSession, source: Jdbc) -> Any:
 def _failure(exc: Exception, source: Jdbc, driver: str | None = None, connected: bool = False) -> Exception:
     if isinstance(exc, ConfigError | NotSupportedError | MissingDependencyError):
         return exc
-    line = source.hide(java_line(exc))
+    line = user_line(exc, hide=source.hide)
     if "ClassNotFoundException" in line or "No suitable driver" in line:
         return MissingDependencyError(
             f"No JDBC driver for {source.url} on the Spark session ({line}); put its jar on spark.jars "
@@ -155,14 +155,6 @@ def _failure(exc: Exception, source: Jdbc, driver: str | None = None, connected:
         f"Cannot connect to JDBC source {source.url} ({line}); check its host, port, database, user and "
         "password."
     )
-
-
-def java_line(exc: BaseException) -> str:
-    """One line for an error from the JVM: the Java exception's class and message, not its trace."""
-    java = getattr(exc, "java_exception", None)
-    text = f"{java.getClass().getSimpleName()}: {java.getMessage()}" if java is not None else str(exc)
-    text = " ".join(text.split())
-    return text if len(text) <= LINE_LIMIT else text[: LINE_LIMIT - 1] + "…"
 
 
 def _rows(result: Any, *columns: int) -> list[tuple[str | None, ...]]:

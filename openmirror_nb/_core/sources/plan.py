@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from openmirror_nb._core.errors import ConfigError, did_you_mean
+from openmirror_nb._core.feed_options import FeedOptions, changed
 from openmirror_nb._core.table_names import fold
 
 if TYPE_CHECKING:
@@ -18,16 +19,16 @@ if TYPE_CHECKING:
 
     from openmirror_nb._core.sources.table import Source
 
-Strategy = Literal["snapshot", "delta_sync", "incremental", "append"]
-"""How a planned table is mirrored: ``snapshot`` (the whole table, diffed against the last push),
-``delta_sync`` (a Delta table's change data feed, ``db.sync_delta``), ``incremental`` (rows past a
-watermark column, upserted) or ``append`` (insert-only rows past a strictly increasing watermark,
-no key columns)."""
+Strategy = str
+"""How a planned table is mirrored, by the name a strategy is registered as: ``snapshot`` (the
+whole table, diffed against the last push), ``delta_sync`` (a Delta table's change data feed,
+``db.sync_delta``), ``incremental`` (rows past a watermark column, upserted), ``append``
+(insert-only rows past a strictly increasing watermark, no key columns), or one registered with
+``om.register_strategy`` (``om.strategy_names()`` lists them)."""
 KeyOrigin = Literal["declared", "primary_key", "unique", "suggested"]
 """Where a planned table's keys come from, in precedence order: written in the plan (``declared``),
 the source's primary key, a unique constraint on NOT NULL columns, or profiling the rows
 (``suggested``: pushed only once accepted)."""
-STRATEGIES: tuple[Strategy, ...] = ("snapshot", "delta_sync", "incremental", "append")
 KEY_ORIGINS: tuple[KeyOrigin, ...] = ("declared", "primary_key", "unique", "suggested")
 _SHOWN = 500  # rows of the plain and HTML views; to_pandas() has every table
 
@@ -48,6 +49,13 @@ class PlannedTable:
         enabled: Whether a run mirrors it.
         rows: Rows in the source when planned (an estimate for JDBC), ``None`` if unknown.
         problems: What stops it from being mirrored as planned, each with its fix.
+        feed: The change-feed options its pushes read (``FeedOptions``; ``None``: the defaults):
+            ``update_marker`` for ``snapshot``, also ``compact`` for ``delta_sync``; none for
+            ``incremental`` and ``append``, which write feeds of their own (the strategy's
+            ``feed`` says; a plan file that sets another is refused, and so is a run of the table).
+
+    Raises:
+        ConfigError: ``feed`` is not a ``FeedOptions``.
     """
 
     source: str
@@ -60,6 +68,13 @@ class PlannedTable:
     enabled: bool
     rows: int | None
     problems: tuple[str, ...]
+    feed: FeedOptions | None = None
+
+    def __post_init__(self) -> None:
+        if self.feed is None:
+            return
+        if not isinstance(self.feed, FeedOptions):
+            raise ConfigError(f"feed {self.feed!r} is not an om.FeedOptions; write feed=om.FeedOptions(...).")
 
 
 FIELDS = tuple(f.name for f in fields(PlannedTable))
@@ -72,7 +87,7 @@ class SourcePlan:
     with ``dataclasses.replace``; ``db.run_plan`` mirrors it.
 
     Attributes:
-        source: The source planned (``Catalog``, ``Jdbc`` or ``DeltaFolder``).
+        source: The source planned (an ``om.Source``: ``Catalog``, ``Jdbc``, ``DeltaFolder``...).
         target_schema: The mirrored tables' schema (``None``: the landing zone's root, ``dbo``).
         tables: One ``PlannedTable`` per source table, in source name order.
         problems: What concerns the plan as a whole (more tables than a mirrored database holds).
@@ -123,19 +138,12 @@ class SourcePlan:
 
         body = {
             "version": VERSION,
-            "source": self.source.to_dict(),
+            "source": _saved_source(self.source),
             "target_schema": self.target_schema,
             "problems": list(self.problems),
-            "tables": [
-                {
-                    n: Flow(t.keys) if n == "keys" else list(v) if isinstance(v, tuple) else v
-                    for n, v in _items(t)
-                }
-                for t in self.tables
-            ],
+            "tables": [_entry(t, Flow) for t in self.tables],
         }
-        unsaved = bool(getattr(self.source, "has_unsaved_secrets", False))
-        Path(path).write_text(plan_text(body, unsaved=unsaved), encoding="utf-8")
+        Path(path).write_text(plan_text(body, unsaved=self.source.has_unsaved_secrets), encoding="utf-8")
 
     def _summary(self) -> str:
         troubled = sum(1 for t in self.tables if t.problems)
@@ -176,8 +184,36 @@ class SourcePlan:
 _HEADS = ("source", "table", "keys", "origin", "strategy", "watermark", "deletes", "enabled", "rows")
 
 
+def _saved_source(source: Source) -> dict[str, object]:
+    """``source`` as its plan file holds it, ``kind`` first; refused when that kind would not load
+    back as this source (``om.register_source``)."""
+    from openmirror_nb._core.sources.registry import source_class
+
+    registered = source_class(source.kind)
+    if not isinstance(source, registered):
+        raise ConfigError(
+            f"The plan's source {source!r} is of kind {source.kind!r}, which is registered to "
+            f"{registered.__name__}, so its plan file would not load back as it; give "
+            f"{type(source).__name__} a kind of its own and register it (om.register_source)."
+        )
+    return {"kind": source.kind, **source.to_dict()}
+
+
 def _items(planned: PlannedTable) -> list[tuple[str, object]]:
     return [(n, getattr(planned, n)) for n in FIELDS]
+
+
+def _entry(planned: PlannedTable, flow: type[list[str]]) -> dict[str, object]:
+    """A table as its plan file holds it: lists as YAML lists, keys on one line (``flow``); a
+    feed by the options it sets, and only when the table has one (files without stay as before)."""
+    entry: dict[str, object] = {
+        n: flow(planned.keys) if n == "keys" else list(v) if isinstance(v, tuple) else v
+        for n, v in _items(planned)
+        if n != "feed"
+    }
+    if planned.feed is not None:
+        entry["feed"] = {n: flow(v) if n == "order_by" else v for n, v in changed(planned.feed).items()}
+    return entry
 
 
 def _cells(t: PlannedTable) -> tuple[str, ...]:

@@ -7,22 +7,21 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, NoReturn, TypeVar
 
 from openmirror_nb._core.errors import ConfigError, InvalidNameError, did_you_mean
-from openmirror_nb._core.sources.catalog import Catalog
-from openmirror_nb._core.sources.delta_folder import DeltaFolder
-from openmirror_nb._core.sources.jdbc import Jdbc
-from openmirror_nb._core.sources.plan import FIELDS, KEY_ORIGINS, STRATEGIES, PlannedTable
+from openmirror_nb._core.feed_options import FEED_FIELDS, FeedOptions
+from openmirror_nb._core.sources.plan import FIELDS, KEY_ORIGINS, PlannedTable
+from openmirror_nb._core.sources.plan_strategy import (
+    DEFAULT,
+    PlanStrategy,
+    feed_problem,
+    get_strategy,
+    no_deletes,
+    strategy_names,
+)
+from openmirror_nb._core.sources.registry import source_class, source_kinds
 from openmirror_nb._core.sources.table import Source
 from openmirror_nb._core.table_names import check_table_name
 
 T = TypeVar("T")
-SOURCE_FIELDS: dict[str, tuple[str, ...]] = {
-    "catalog": ("kind", "database"),
-    "delta_folder": ("kind", "path"),
-    "jdbc": ("kind", "url", "user", "schema", "password_env", "password_secret", "properties", "driver"),
-}
-_REFERENCE = (
-    "password_env: NAME (an environment variable holding it) or password_secret: <Key Vault secret URL>"
-)
 
 
 class Shape:
@@ -73,30 +72,20 @@ class Shape:
         return value
 
     def source(self, data: dict[str, Any]) -> Source:
-        """The source, built from its entries; a password or credentials in it are refused."""
+        """The source, built by its registered kind (``from_dict``, which refuses entries it does
+        not take, and a JDBC source a password or credentials)."""
         kind = data.get("kind")
-        self.one_of(kind, "source kind", SOURCE_FIELDS)
-        if "password" in data:
+        kinds = source_kinds()
+        if kind not in kinds:
             self.fail(
-                f"source holds a password, which a plan file never does; remove it and write {_REFERENCE}"
+                f"source kind {kind!r} is not one of {', '.join(kinds)}.{did_you_mean(str(kind), kinds)}"
+                f"{_register('source', kind)}"
             )
-        self.mapping(data, f"source ({kind})", SOURCE_FIELDS[str(kind)])
-        if kind == "catalog":
-            return self.checked("source", lambda: Catalog(self.text(data.get("database"), "source database")))
-        if kind == "delta_folder":
-            return self.checked("source", lambda: DeltaFolder(self.text(data.get("path"), "source path")))
-        args = {k: v for k, v in data.items() if k not in ("kind", "url")}
-        url = self.text(data.get("url"), "source url")
-        built = self.checked("source", lambda: Jdbc(url, **args))
-        if (
-            built.url != url
-            or built.has_unsaved_secrets
-            or len(built.properties) != len(args.get("properties") or {})
-        ):
-            self.fail(
-                f"source holds credentials (in its url or properties); remove them and write {_REFERENCE}"
-            )
-        return built
+        cls = self.checked("source", lambda: source_class(str(kind)))
+        try:
+            return cls.from_dict(data)
+        except (InvalidNameError, ConfigError) as exc:
+            self.fail(str(exc).rstrip("."))
 
     def table(self, data: Any, index: int) -> PlannedTable:
         """One entry of ``tables``; missing entries take a new plan's defaults."""
@@ -106,17 +95,16 @@ class Shape:
         source = self.text(entry.get("source"), f"{what}: source")
         table = self.checked(what, lambda: check_table_name(self.text(entry.get("table"), f"{what}: table")))
         keys = self.keys(entry.get("keys", []), what)
-        origin, strategy = entry.get("key_origin"), entry.get("strategy", "snapshot")
+        origin, strategy = entry.get("key_origin"), entry.get("strategy", DEFAULT)
         if origin is not None:
             self.one_of(origin, f"{what}: key_origin", KEY_ORIGINS)
-        self.one_of(strategy, f"{what}: strategy", STRATEGIES)
+        self.strategy(strategy, what)
+        rules = self.checked(what, lambda: get_strategy(strategy))
         watermark = entry.get("watermark")
         if watermark is not None:
             self.text(watermark, f"{what}: watermark")
-        deletes = self.flag(
-            entry.get("detect_deletes", strategy in ("snapshot", "delta_sync")), f"{what}: detect_deletes"
-        )
-        self.consistent(what, keys, origin, strategy, watermark, deletes)
+        deletes = self.flag(entry.get("detect_deletes", rules.deletes is True), f"{what}: detect_deletes")
+        self.consistent(what, keys, origin, (strategy, rules), watermark, deletes)
         rows = entry.get("rows")
         if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
             self.fail(f"{what}: rows {rows!r} is not a count; write a number, or null when unknown")
@@ -125,9 +113,35 @@ class Shape:
             for p in self.list(entry.get("problems", []), f"{what}: problems")
         )
         enabled = self.flag(entry.get("enabled", True), f"{what}: enabled")
-        return PlannedTable(
-            source, table, keys, origin, strategy, watermark, deletes, enabled, rows, problems
+        feed = self.feed(entry.get("feed"), what)
+        planned: PlannedTable = self.checked(
+            what,
+            lambda: PlannedTable(
+                source, table, keys, origin, strategy, watermark, deletes, enabled, rows, problems, feed
+            ),
         )
+        unread = feed_problem(planned)
+        if unread:
+            self.fail(f"{what}: {unread}")
+        return planned
+
+    def feed(self, value: Any, what: str) -> FeedOptions | None:
+        """A table's ``feed``: each entry a ``FeedOptions`` field; none (the file of a plan
+        without one, as earlier versions wrote it): ``None``."""
+        if value is None:
+            return None
+        entry = self.mapping(value, f"{what}: feed", FEED_FIELDS)
+        if "order_by" in entry:
+            entry["order_by"] = self.list(entry["order_by"], f"{what}: feed order_by")
+        return self.checked(f"{what}: feed", lambda: FeedOptions(**entry))
+
+    def strategy(self, value: Any, what: str) -> None:
+        names = strategy_names()
+        if value not in names:
+            self.fail(
+                f"{what}: strategy {value!r} is not one of {', '.join(names)}."
+                f"{did_you_mean(str(value), names)}{_register('strategy', value)}"
+            )
 
     def keys(self, value: Any, what: str) -> tuple[str, ...]:
         keys = [self.text(k, f"{what}: key") for k in self.list(value, f"{what}: keys")]
@@ -136,20 +150,32 @@ class Shape:
         return tuple(keys)
 
     def consistent(
-        self, what: str, keys: tuple[str, ...], origin: Any, strategy: str, watermark: Any, deletes: bool
+        self,
+        what: str,
+        keys: tuple[str, ...],
+        origin: Any,
+        strategy: tuple[str, PlanStrategy],
+        watermark: Any,
+        deletes: bool,
     ) -> None:
         """The rules between a table's entries: keys have an origin, strategies what they need."""
+        name, rules = strategy
         if keys and origin is None:
             self.fail(
                 f"{what}: keys {list(keys)} have no key_origin; write key_origin: declared for keys you chose"
             )
         if origin is not None and not keys:
             self.fail(f"{what}: key_origin {origin!r} without keys; list the keys, or write key_origin: null")
-        if strategy in ("incremental", "append") and watermark is None:
-            self.fail(f"{what}: strategy {strategy} reads past a watermark column; write watermark: <column>")
-        if strategy == "append" and keys:
-            self.fail(f"{what}: strategy append writes no key columns; write keys: [] and key_origin: null")
-        if strategy == "append" and deletes:
-            self.fail(f"{what}: strategy append only inserts; write detect_deletes: false")
-        if strategy in ("snapshot", "delta_sync") and not deletes:
-            self.fail(f"{what}: strategy {strategy} always mirrors deletes; write detect_deletes: true")
+        if rules.watermark and watermark is None:
+            self.fail(f"{what}: strategy {name} reads past a watermark column; write watermark: <column>")
+        if not rules.keys and keys:
+            self.fail(f"{what}: strategy {name} writes no key columns; write keys: [] and key_origin: null")
+        if rules.deletes is False and deletes:
+            self.fail(f"{what}: strategy {no_deletes(name, rules)}; write detect_deletes: false")
+        if rules.deletes is True and not deletes:
+            self.fail(f"{what}: strategy {name} always mirrors deletes; write detect_deletes: true")
+
+
+def _register(what: str, name: Any) -> str:
+    """The call that registers a source kind or strategy of one's own, for a name no one did."""
+    return f" One of your own is registered first: om.register_{what}({name!r}, 'package.module:Class')"

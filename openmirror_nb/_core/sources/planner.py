@@ -2,8 +2,9 @@
 
 Keys, in precedence: declared in the plan (``like=``) > the source's primary key > a unique
 constraint on NOT NULL columns > a suggestion from the rows (``suggest_keys``). The strategy is
-``delta_sync`` for a Delta table with its change data feed on, else ``snapshot``, unless the plan
-given as ``like=`` says otherwise. Nothing here writes anything.
+the first registered one that fits the table (``delta_sync`` for a Delta table with its change data
+feed on), else ``snapshot``, unless the plan given as ``like=`` says otherwise; what it needs comes
+from the registry (``get_strategy``), never from its name. Nothing here writes anything.
 """
 
 from __future__ import annotations
@@ -12,21 +13,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.errors import ConfigError, InvalidNameError, user_line
+from openmirror_nb._core.errors import ConfigError, InvalidNameError
 from openmirror_nb._core.keys import suggest_keys
 from openmirror_nb._core.sources import problems as check
-from openmirror_nb._core.sources.jdbc import Jdbc
-from openmirror_nb._core.sources.jdbc_meta import java_line
 from openmirror_nb._core.sources.plan import KeyOrigin, PlannedTable, SourcePlan, Strategy
+from openmirror_nb._core.sources.plan_strategy import get_strategy, strategy_for
+from openmirror_nb._core.sources.registry import lacking
+from openmirror_nb._core.sources.run_table import one_line
+from openmirror_nb._core.sources.table import Source
 from openmirror_nb._core.table_names import check_name, check_table_name, suggest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from openmirror_nb._core.sources.table import Source, SourceTable
+    from openmirror_nb._core.sources.table import SourceTable
 
 KeysOf = Callable[[str], "tuple[str, ...] | None"]
-_SOURCES = "om.Catalog, om.Jdbc or om.DeltaFolder"
+_SOURCES = "an om.Source: om.Catalog, om.Jdbc, om.DeltaFolder or a kind of om.register_source"
 
 
 def plan_sources(
@@ -45,10 +48,12 @@ def plan_sources(
     """
     from openmirror_nb._core.runtime import get_spark
 
-    if not all(callable(getattr(source, m, None)) for m in ("discover", "read", "to_dict")):
-        raise ConfigError(f"plan_sources takes a source ({_SOURCES}), not {type(source).__name__}.")
+    missing = lacking(source, Source)
+    if missing:
+        lacks = "" if len(missing) > 3 else f", which lacks {', '.join(missing)} (subclass om.Source)"
+        raise ConfigError(f"plan_sources takes a source ({_SOURCES}), not {type(source).__name__}{lacks}.")
     schema = check_name(target_schema, what="Schema") if target_schema is not None else None
-    if like is not None and like.source != source:
+    if like is not None and not _same(like.source, source):
         raise ConfigError(
             f"like= is a plan of {like.source!r}, not of {source!r}; pass a plan of this source."
         )
@@ -68,6 +73,12 @@ def plan_sources(
             "in the source; they are left out"
         )
     return SourcePlan(source, schema, tables, problems)
+
+
+def _same(one: Source, other: Source) -> bool:
+    """Whether two sources are one: of one kind, saved alike (a loaded plan's source is another
+    object than the one planned)."""
+    return one.kind == other.kind and one.to_dict() == other.to_dict()
 
 
 def target_name(schema: str | None, name: str) -> str:
@@ -91,7 +102,7 @@ def _plan_table(
     suggest: bool,
     keys_of: KeysOf,
 ) -> PlannedTable:
-    strategy: Strategy = before.strategy if before else "delta_sync" if table.change_feed else "snapshot"
+    strategy: Strategy = before.strategy if before else strategy_for(table)
     planned = PlannedTable(
         source=table.name,
         table=before.table if before else target_name(schema, table.name),
@@ -99,10 +110,11 @@ def _plan_table(
         key_origin=None,
         strategy=strategy,
         watermark=before.watermark if before else None,
-        detect_deletes=before.detect_deletes if before else strategy in ("snapshot", "delta_sync"),
+        detect_deletes=before.detect_deletes if before else get_strategy(strategy).deletes is True,
         enabled=before.enabled if before else True,
         rows=table.rows,
         problems=(),
+        feed=before.feed if before else None,
     )
     if table.unreadable or table.schema is None:
         return replace(planned, problems=(table.unreadable or "its columns are unknown",))
@@ -114,7 +126,7 @@ def _plan_table(
     if trouble and not existing:
         found.append(trouble)
     found += check.key_problems(empty, planned, existing)
-    found += check.strategy_problems(empty, planned, table, source.kind)
+    found += check.strategy_problems(empty, planned, table, source)
     return replace(planned, problems=tuple(found))
 
 
@@ -122,7 +134,7 @@ def _keys(
     source: Source, table: SourceTable, before: PlannedTable | None, strategy: Strategy, *, suggest: bool
 ) -> tuple[tuple[str, ...], KeyOrigin | None, str | None]:
     """The keys, their origin, and the problem when there are none (``append`` needs none)."""
-    if strategy == "append":
+    if not get_strategy(strategy).keys:
         return (), None, None
     if before is not None and before.key_origin == "declared":
         return before.keys, "declared", None
@@ -134,12 +146,8 @@ def _keys(
         try:
             found = suggest_keys(source.read(table.name))
         except Exception as exc:  # the rows cannot be read: the other tables are still planned
-            return (), None, f"its rows cannot be read to suggest keys ({_reason(source, exc)}); declare keys"
+            why = one_line(source, exc)
+            return (), None, f"its rows cannot be read to suggest keys ({why}); declare keys"
         if found:
             return found[0], "suggested", None
     return (), None, check.no_key_problem(table, suggested=suggest)
-
-
-def _reason(source: Source, exc: BaseException) -> str:
-    line = java_line(exc) if hasattr(exc, "java_exception") else user_line(exc)
-    return source.hide(line) if isinstance(source, Jdbc) else line

@@ -9,16 +9,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import KeyColumnsError, UnsupportedTypeError, did_you_mean
-from openmirror_nb._core.keys import quote
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import TableOptions
 from openmirror_nb._core.pipeline.normalize import check_keys, column_name_problems, normalize
 from openmirror_nb._core.sources.plan import PlannedTable
+from openmirror_nb._core.sources.plan_strategy import PlanStrategy, get_strategy, no_deletes, readers
 from openmirror_nb._core.table_names import identity, parse_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from openmirror_nb._core.sources.table import SourceKind, SourceTable
+    from openmirror_nb._core.sources.table import Source, SourceTable
 
 TABLE_LIMIT = 500  # tables in a mirrored database (Fabric's mirroring troubleshooting page)
 _INEXACT = frozenset({"float", "double"})
@@ -35,7 +36,7 @@ def column_problems(empty: DataFrame) -> list[str]:
     except UnsupportedTypeError:  # it names the first such column: name each of them
         for name in empty.columns:
             try:
-                normalize(empty.select(quote(name)), options=options)
+                normalize(empty.select(quoted(name)), options=options)
             except UnsupportedTypeError as exc:
                 found.append(str(exc))
     return found
@@ -46,7 +47,7 @@ def key_problems(empty: DataFrame, planned: PlannedTable, existing: tuple[str, .
     table's (which never change)."""
     keys = planned.keys
     if not keys:
-        if existing and planned.strategy != "append":
+        if existing and get_strategy(planned.strategy).keys:
             return [
                 f"no key, and {planned.table} is mirrored already with keyColumns {list(existing)}: "
                 f"declare them (keys: {list(existing)}, key_origin: declared)"
@@ -88,31 +89,31 @@ def no_key_problem(table: SourceTable, *, suggested: bool) -> str:
 
 
 def strategy_problems(
-    empty: DataFrame, planned: PlannedTable, table: SourceTable, kind: SourceKind
+    empty: DataFrame, planned: PlannedTable, table: SourceTable, source: Source
 ) -> list[str]:
-    """What the strategy needs and does not have."""
-    found = []
+    """What the strategy needs and does not have: its own problems, then its watermark's and
+    deletes' (by its rules, ``PlanStrategy``)."""
+    rules = get_strategy(planned.strategy)
+    found = list(rules.problems(empty, planned, table, source))
     strategy, watermark = planned.strategy, planned.watermark
-    if strategy == "delta_sync" and kind != "delta_folder" and not table.change_feed:
-        found.append(
-            "delta_sync reads a Delta table's change data feed and this table is not one; use snapshot"
-        )
-    if strategy in ("incremental", "append") and watermark is None:
+    if rules.watermark and watermark is None:
         candidates = [f.name for f in empty.schema.fields if f.dataType.typeName() in _ORDERED]
         like = f" (one of {', '.join(candidates[:5])})" if candidates else ""
         found.append(f"{strategy} reads the rows past a watermark column: set watermark{like}")
     if watermark is not None:
-        found += _watermark_problems(empty, planned, table)
-    if strategy == "append" and planned.detect_deletes:
-        found.append("append only inserts, so it cannot mirror deletes: set detect_deletes: false")
+        found += _watermark_problems(empty, planned, table, rules)
+    if rules.deletes is False and planned.detect_deletes:
+        found.append(f"{no_deletes(strategy, rules)}, so it cannot mirror deletes: set detect_deletes: false")
     return found
 
 
-def _watermark_problems(empty: DataFrame, planned: PlannedTable, table: SourceTable) -> list[str]:
+def _watermark_problems(
+    empty: DataFrame, planned: PlannedTable, table: SourceTable, rules: PlanStrategy
+) -> list[str]:
     watermark = planned.watermark
     assert watermark is not None
-    if planned.strategy not in ("incremental", "append"):
-        return [f"watermark {watermark!r} is read by incremental and append only: remove it, or choose one"]
+    if not rules.watermark:
+        return [f"watermark {watermark!r} is read by {readers()} only: remove it, or choose one"]
     if watermark not in empty.columns:
         return [
             f"watermark {watermark!r} is not a column of the table.{did_you_mean(watermark, empty.columns)}"
@@ -123,12 +124,12 @@ def _watermark_problems(empty: DataFrame, planned: PlannedTable, table: SourceTa
             f"watermark {watermark!r} is {kind.simpleString()}; a watermark is a number, date or timestamp "
             "that grows with every change"
         ]
-    if planned.strategy == "append" and watermark not in table.increasing:
+    if rules.increasing and watermark not in table.increasing:
         numbered = f" such as {table.increasing[0]!r}" if table.increasing else ""
         return [
-            f"append needs a strictly increasing watermark (an identity or sequence the source numbers rows "
-            f"by) and the source does not say {watermark!r} is one: a row committed late with a smaller "
-            f"value would never be read; use such a column{numbered}, or incremental with keys"
+            f"{planned.strategy} needs a strictly increasing watermark (an identity or sequence the source "
+            f"numbers rows by) and the source does not say {watermark!r} is one: a row committed late with "
+            f"a smaller value would never be read; use such a column{numbered}, or incremental with keys"
         ]
     return []
 

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 from openmirror_nb._core.errors import ConfigError, KeyColumnsError, OpenMirrorError, user_line
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import PushResult, SyncResult
-from openmirror_nb._core.sources import strategies
-from openmirror_nb._core.sources.jdbc import Jdbc
 from openmirror_nb._core.sources.plan import PlannedTable
+from openmirror_nb._core.sources.plan_strategy import feed_problem, get_strategy
 from openmirror_nb._core.sources.run_result import PlanTableRun
 from openmirror_nb._core.sources.runner import Runner
 from openmirror_nb._core.storage.base import Storage
@@ -27,15 +26,19 @@ if TYPE_CHECKING:
 def run_table(runner: Runner, planned: PlannedTable) -> PlanTableRun:
     """Run one planned table; never raises for that table's own trouble (it is ``failed``)."""
     started = time.monotonic()
-    skipped = gate(planned, accept_suggested=runner.accept_suggested)
-    if skipped:
-        return _done(planned, started, "skipped", skipped)
-    try:
+    try:  # a strategy no one registered (or that cannot be imported) fails this table alone
+        strategy = get_strategy(planned.strategy)
+        unread = feed_problem(planned)
+        if unread:
+            raise ConfigError(f"{unread}.")
+        skipped = gate(planned, accept_suggested=runner.accept_suggested)
+        if skipped:
+            return _done(planned, started, "skipped", skipped)
         frame = read_source(runner.source, planned)
         check_keys(runner.storage, planned)
         if runner.dry_run:
-            return _done(planned, started, "ok", strategies.would_push(runner, planned, frame))
-        result = strategies.push(runner, planned, frame)
+            return _done(planned, started, "ok", strategy.would_push(runner, planned, frame))
+        result = strategy.push(runner, planned, frame)
     except Exception as exc:  # this table's failure is its own: the others run on
         return _done(planned, started, "failed", one_line(runner.source, exc))
     return _done(planned, started, "unchanged" if _nothing(result) else "ok", result=result)
@@ -51,7 +54,7 @@ def gate(planned: PlannedTable, *, accept_suggested: bool) -> str | None:
             f"the plan found a problem: {planned.problems[0]}{more}; fix it and plan again "
             "(db.plan_sources(source, like=plan))"
         )
-    if not planned.keys and planned.strategy != "append":
+    if not planned.keys and get_strategy(planned.strategy).keys:
         return (
             "no key: declare keys in the plan (keys: [...], key_origin: declared), or mirror it "
             "insert-only with strategy: append"
@@ -92,13 +95,8 @@ def check_keys(storage: Storage, planned: PlannedTable) -> None:
 
 
 def one_line(source: Source, exc: BaseException) -> str:
-    """``exc`` in one line, without the source's secrets."""
-    line = user_line(exc)
-    if hasattr(exc, "java_exception"):
-        from openmirror_nb._core.sources.jdbc_meta import java_line
-
-        line = java_line(exc)
-    return source.hide(line) if isinstance(source, Jdbc) else line
+    """``exc`` in one line (``errors.user_line``), without the source's secrets."""
+    return user_line(exc, hide=source.hide)
 
 
 def _nothing(result: PushResult | SyncResult | None) -> bool:

@@ -1,15 +1,18 @@
-"""What every table of one ``db.run_plan`` shares (``Runner``)."""
+"""What every table of one ``db.run_plan`` shares (``Runner``), as a strategy's ``push`` is given it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.model import PartnerInfo
+from openmirror_nb._core.model import PartnerInfo, PushResult
 from openmirror_nb._core.progress import ProgressCallback
 from openmirror_nb._core.storage.base import Storage
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from openmirror_nb._core.sources.plan import PlannedTable
     from openmirror_nb._core.sources.table import Source
 
 
@@ -25,3 +28,19 @@ class Runner:
     dry_run: bool
     overlap: float
     progress: ProgressCallback | None
+
+    def push(self, planned: PlannedTable, frame: DataFrame) -> PushResult:
+        """``frame`` pushed as a snapshot of ``planned``'s table (diffed against its last push),
+        with the run's lock timeout, partner and progress: ``snapshot``'s push, and what a
+        strategy of your own calls with the frame it makes."""
+        from openmirror_nb._core.pipeline.push import run_push
+        from openmirror_nb._core.pipeline.request import PushRequest
+
+        request = PushRequest.snapshot(
+            table=planned.table,
+            keys=planned.keys,
+            lock_timeout=self.lock_timeout,
+            partner=self.partner,
+            feed=planned.feed,  # a snapshot reads its update_marker
+        )
+        return run_push(self.storage, frame, request, self.progress)

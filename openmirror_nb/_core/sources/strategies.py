@@ -1,4 +1,5 @@
-"""The strategies of a planned table at run time, each one push:
+"""The built-in strategies of a planned table, each one push, registered by name as any other
+strategy is (``registry``; ``plan_strategy.PlanStrategy`` says what a strategy is):
 
 - ``snapshot``: the whole table, diffed against the last push (``db.push``);
 - ``delta_sync``: a Delta table's change data feed (``db.sync_delta``);
@@ -9,7 +10,8 @@
 - ``append``: the rows strictly past the watermark, up to the highest read now, as marker-free
   inserts to a table without keyColumns (``PushRequest.append``).
 
-A large JDBC table is read in parallel ranges of a whole-number key or watermark (``ranges``).
+A large table is read in parallel ranges of a whole-number key or watermark where its source can
+(``ranges``: a JDBC source can).
 """
 
 from __future__ import annotations
@@ -18,67 +20,136 @@ import shutil
 import tempfile
 from typing import TYPE_CHECKING
 
+from openmirror_nb._core.feed_options import FeedOptions
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.lifecycle import settle
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import DEFAULT_ROWS_PER_FILE, PushResult, SyncResult
-from openmirror_nb._core.pipeline import keystate
+from openmirror_nb._core.pipeline import keystate, stored_keystate
 from openmirror_nb._core.pipeline.normalize import normalize
 from openmirror_nb._core.pipeline.push import run_push
 from openmirror_nb._core.pipeline.request import PushRequest
 from openmirror_nb._core.sources import ranges
 from openmirror_nb._core.sources.plan import PlannedTable
+from openmirror_nb._core.sources.plan_strategy import PlanStrategy
 from openmirror_nb._core.sources.watermark import highest, past, upto
-from openmirror_nb._core.storage.local import fetch_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from openmirror_nb._core.sources.runner import Runner
+    from openmirror_nb._core.sources.table import Source, SourceTable
 
 OP = "_om_sys_op"  # the incremental feed's operation column (Prostore's sys_op: 0 upsert, 1 delete)
 
 
-def push(runner: Runner, planned: PlannedTable, frame: DataFrame) -> PushResult | SyncResult:
-    """Push ``planned`` by its strategy (``frame``: the source table, read lazily)."""
-    if planned.strategy == "delta_sync":
-        return _sync(runner, planned)
-    frame = ranges.split(runner.source, planned, frame)
-    if planned.strategy == "incremental":
-        return _incremental(runner, planned, frame)
-    if planned.strategy == "append":
-        return _append(runner, planned, frame)
-    return run_push(runner.storage, frame, _request(runner, planned, mode="snapshot"), runner.progress)
+class Snapshot(PlanStrategy):
+    """``snapshot``: the whole table, diffed against the last push (``db.push``)."""
+
+    def push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> PushResult:
+        """The table, read in ranges where the source can (``ranges``), pushed as a snapshot."""
+        return run.push(planned, ranges.split(run.source, planned, frame))
+
+    def would_push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> str:
+        """The rows a push would load or diff (one count)."""
+        return _counted(frame, _state(run, planned))
 
 
-def would_push(runner: Runner, planned: PlannedTable, frame: DataFrame) -> str:
-    """What a run would push for ``planned``, in words (``dry_run``: one count, nothing written)."""
-    state = TableFolder.of(runner.storage, planned.table).read_state()
-    if planned.strategy == "delta_sync":
+class DeltaSync(PlanStrategy):
+    """``delta_sync``: a Delta table's change data feed, from the version the table holds
+    (``db.sync_delta``); planned for a table with its change data feed on."""
+
+    feed = ("update_marker", "compact")
+
+    def fits(self, table: SourceTable) -> bool:
+        """A table with its change data feed on."""
+        return table.change_feed
+
+    def problems(
+        self, empty: DataFrame, planned: PlannedTable, table: SourceTable, source: Source
+    ) -> list[str]:
+        """A table that is not a Delta table it can read."""
+        if table.change_feed or source.delta_tables:
+            return []
+        return ["delta_sync reads a Delta table's change data feed and this table is not one; use snapshot"]
+
+    def push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> SyncResult:
+        """The table's changes since the version it holds (all of it on the first run)."""
+        return _sync(run, planned)
+
+    def would_push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> str:
+        """Whether a run would load the table or sync its changes, and from which version."""
+        state = _state(run, planned)
         held = f" from version {state.source_version}" if state and state.source_version is not None else ""
         return f"would sync the Delta table's changes{held}" if state else "would load the Delta table"
-    if planned.strategy in ("incremental", "append") and state is not None:
-        mark, append = _held(state, planned), planned.strategy == "append"
-        rows = past(frame, planned.watermark or "", mark, overlap=0.0 if append else runner.overlap).count()
-        if append:
-            return f"would append {rows:,} rows past watermark {planned.watermark} = {mark}"
+
+
+class Incremental(PlanStrategy):
+    """``incremental``: the rows past the watermark, upserted; deletes by a sweep of the keys."""
+
+    watermark = True
+    deletes = None
+    feed = ()  # it writes a sys_op feed of its own
+
+    def push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> PushResult:
+        """All rows on the first run, then those past the watermark less an overlap window."""
+        return _incremental(run, planned, ranges.split(run.source, planned, frame))
+
+    def would_push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> str:
+        """The rows a run would upsert (one count), and whether it would sweep for deletes."""
+        state = _state(run, planned)
+        if state is None:
+            return _counted(frame, state)
+        mark = _held(state, planned)
+        rows = past(frame, planned.watermark or "", mark, overlap=run.overlap).count()
         sweep = ", and delete the keys the source no longer has" if planned.detect_deletes else ""
         return f"would upsert up to {rows:,} rows past watermark {planned.watermark} = {mark}{sweep}"
+
+
+class Append(PlanStrategy):
+    """``append``: insert-only rows strictly past a watermark the source numbers rows by."""
+
+    keys = False
+    watermark = True
+    increasing = True
+    deletes = False
+    feed = ()  # it writes inserts of its own
+
+    def push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> PushResult:
+        """The rows past the watermark, up to the highest read now, as inserts."""
+        return _append(run, planned, ranges.split(run.source, planned, frame))
+
+    def would_push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> str:
+        """The rows a run would append (one count)."""
+        state = _state(run, planned)
+        if state is None:
+            return _counted(frame, state)
+        mark = _held(state, planned)
+        rows = past(frame, planned.watermark or "", mark).count()
+        return f"would append {rows:,} rows past watermark {planned.watermark} = {mark}"
+
+
+def _state(runner: Runner, planned: PlannedTable) -> PushState | None:
+    return TableFolder.of(runner.storage, planned.table).read_state()
+
+
+def _counted(frame: DataFrame, state: PushState | None) -> str:
     rows = frame.count()
     if state is None:
         return f"would load {rows:,} rows (the table's initial load)"
     return f"would diff {rows:,} rows against the mirrored table and publish what changed"
 
 
-def _request(runner: Runner, planned: PlannedTable, **fields: object) -> PushRequest:
+def _request(
+    runner: Runner, planned: PlannedTable, feed: FeedOptions | None = None, **fields: object
+) -> PushRequest:
     return PushRequest.create(
         table=planned.table,
         keys=planned.keys,
-        order_by=(),
+        feed=feed,
         **{
             "mode": "snapshot",
-            "op_column": None,
-            "convention": "rowmarker",
             "table_options": None,
             "compression": None,
             "rows_per_file": DEFAULT_ROWS_PER_FILE,
@@ -95,9 +166,13 @@ def _sync(runner: Runner, planned: PlannedTable) -> SyncResult:
     from openmirror_nb._core.runtime import get_spark
 
     spark = get_spark()
-    uri = ranges.delta_location(runner.source, planned.source, spark)
+    uri = ranges.delta_location(runner.source, planned.source)
     request = PushRequest.snapshot(
-        table=planned.table, keys=planned.keys, lock_timeout=runner.lock_timeout, partner=runner.partner
+        table=planned.table,
+        keys=planned.keys,
+        lock_timeout=runner.lock_timeout,
+        partner=runner.partner,
+        feed=planned.feed,
     )
     return sync_delta(runner.storage, DeltaSource.open(uri, spark), request)
 
@@ -117,7 +192,8 @@ def _incremental(runner: Runner, planned: PlannedTable, frame: DataFrame) -> Pus
     new = highest(past(frame, column, held), column)
     local = None if runner.storage.SPARK_WRITABLE else tempfile.mkdtemp(prefix="openmirror-sweep-")
     try:
-        stored = _stored(runner, planned, frame, state, local)
+        site = stored_keystate.Reader(frame.sparkSession, runner.storage, planned.keys, local)
+        stored = stored_keystate.current(site, state, schema=frame.schema)
         rows = past(frame, column, held, overlap=runner.overlap)
         feed = _changed(normalize(rows, options=meta.options), stored, planned.keys).withColumn(OP, F.lit(0))
         if planned.detect_deletes and stored is not None:
@@ -127,8 +203,7 @@ def _incremental(runner: Runner, planned: PlannedTable, frame: DataFrame) -> Pus
             runner,
             planned,
             mode="changes",
-            convention="sys_op",
-            op_column=OP,
+            feed=FeedOptions(convention="sys_op", op_column=OP),
             watermark=mark,
             watermark_after=state.watermark if mark else None,
         )
@@ -172,23 +247,6 @@ def _held(state: PushState, planned: PlannedTable) -> str | None:
     return state.watermark if state.watermark_column == planned.watermark else None
 
 
-def _stored(
-    runner: Runner, planned: PlannedTable, frame: DataFrame, state: PushState, local: str | None
-) -> DataFrame | None:
-    """The table's live keys with their row hashes, from its key state (``None``: it has none)."""
-    keys = planned.keys
-    deltas, feeds = keystate.deltas_of(state, lambda d: fetch_folder(runner.storage, d, local_dir=local))
-    return keystate.read_effective(
-        frame.sparkSession,
-        base=fetch_folder(runner.storage, state.base, local_dir=local) if state.base else None,
-        deltas=deltas,
-        keys=keys,
-        small_deltas=False,
-        schema=keystate.state_schema(frame.schema, keys),
-        feeds=feeds,
-    )
-
-
 def _changed(rows: DataFrame, stored: DataFrame | None, keys: tuple[str, ...]) -> DataFrame:
     """``rows`` (normalized as a push writes them) less those the table holds as they are: the
     overlap window re-reads rows, and an unchanged one is not published again."""
@@ -212,4 +270,4 @@ def _gone(stored: DataFrame, frame: DataFrame, keys: tuple[str, ...]) -> DataFra
 def _col(name: str) -> Column:
     from pyspark.sql import functions as F
 
-    return F.col(f"`{name.replace('`', '``')}`")
+    return F.col(quoted(name))

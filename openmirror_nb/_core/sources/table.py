@@ -1,18 +1,25 @@
-"""What a source says about one of its tables (``SourceTable``), and what every source offers the
-planner (``Source``): its tables, the rows of one, and its description as a saved plan keeps it."""
+"""What a source says about one of its tables (``SourceTable``), and everything the planner, the
+runner, the panels and the magics use of a source (``Source``): its tables, the rows of one, its
+description as a saved plan keeps it, and the optional parts (secrets to hide, where a Delta table's
+files are, a read in parallel ranges) with their neutral defaults."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from openmirror_nb._core.errors import ConfigError, did_you_mean
 from openmirror_nb._core.table_info import ColumnInfo
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-SourceKind = Literal["catalog", "jdbc", "delta_folder"]
+SourceKind = str
+"""A source's kind, as its saved plan names it: ``catalog``, ``jdbc``, ``delta_folder``, or one
+registered with ``om.register_source``."""
 
 
 @dataclass(frozen=True)
@@ -45,17 +52,126 @@ class SourceTable:
     unreadable: str | None = None
     schema: StructType | None = field(default=None, repr=False, compare=False)
 
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        schema: StructType,
+        *,
+        not_null: frozenset[str] = frozenset(),
+        primary_key: tuple[str, ...] = (),
+        **facts: Any,
+    ) -> SourceTable:
+        """A table whose columns are ``schema``'s fields, as a source's ``discover`` gives it; a
+        column is NOT NULL when the schema says so or ``not_null`` names it. ``facts``: the other
+        attributes (``rows``, ``unique``, ``increasing``, ``change_feed``).
 
+        Example:
+            >>> om.SourceTable.from_schema("orders", frame.schema, primary_key=("id",), rows=3)
+        """
+        return source_table(name, schema, not_null=not_null, primary_key=primary_key, **facts)
+
+
+@runtime_checkable
 class Source(Protocol):
-    """A database, catalog or folder of tables that ``plan_sources`` discovers."""
+    """A database, catalog or folder of tables: what ``db.plan_sources`` discovers, ``db.run_plan``
+    reads, a saved plan keeps, and the ``SourcePlanner`` panel and ``%openmirror discover`` take.
 
-    kind: SourceKind
+    Every member the package uses of a source is here. ``kind``, ``discover``, ``read`` and
+    ``to_dict`` are the source's own; the others have a neutral default (no secrets, no Delta
+    table, no parallel read, the constructor's keywords as the saved entries), which a class
+    subclassing ``om.Source`` inherits. A kind of your own is registered with
+    ``om.register_source`` so that a saved plan of it loads again; the built-in ones
+    (``om.Catalog``, ``om.Jdbc``, ``om.DeltaFolder``) are registered the same way.
 
-    def discover(self) -> list[SourceTable]: ...
+    Attributes:
+        kind: The kind it is registered as, saved in its plan (a class attribute).
+        delta_tables: Every table is a Delta table ``delta_sync`` reads, with its change data
+            feed or without (``om.DeltaFolder``). Default ``False``: only a table discovered with
+            its change data feed on is.
 
-    def read(self, table: str) -> DataFrame: ...
+    Example:
+        >>> class CsvFolder(om.Source):
+        ...     kind = "csv_folder"
+        ...     def __init__(self, path): self.path = path
+        ...     def discover(self): ...
+        ...     def read(self, table): ...
+        ...     def to_dict(self): return {"path": self.path}
+        >>> om.register_source("csv_folder", "my_package.csv_folder:CsvFolder")
+    """
 
-    def to_dict(self) -> dict[str, Any]: ...
+    kind: str
+    delta_tables: bool = False
+
+    def discover(self) -> list[SourceTable]:
+        """Every table of the source, with what it says of each (``SourceTable``: its columns and
+        schema, keys, rows, identity columns, change data feed). A table that cannot be read is
+        listed with ``unreadable`` set, not raised: the others are still planned."""
+        ...
+
+    def read(self, table: str) -> DataFrame:
+        """One table, by the name ``discover`` gave it, as a Spark DataFrame (read lazily)."""
+        ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """The source as its saved plan holds it: plain values, no secret (``kind`` is added when
+        missing); ``from_dict`` builds it again. Two sources of a kind are the same source (a plan
+        given as ``like=``) when their dicts are equal."""
+        ...
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Source:
+        """The source a saved plan describes (``to_dict``'s entries, ``kind`` among them).
+
+        Default: every entry but ``kind`` passed to the constructor as a keyword.
+
+        Raises:
+            ConfigError: an entry the constructor does not take, or one it needs is missing.
+        """
+        args = {str(k): v for k, v in data.items() if k != "kind"}
+        takes, needs = _keywords(cls)
+        what = f"source ({data.get('kind', cls.kind)})"
+        for key in args:
+            if takes is not None and key not in takes:
+                hint = did_you_mean(key, takes)
+                raise ConfigError(
+                    f"{what} has an unknown entry {key!r} (entries: {', '.join(['kind', *takes])}).{hint}"
+                )
+        for key in needs:
+            if key not in args:
+                raise ConfigError(f"{what} has no entry {key!r}; write {key}: <value>.")
+        return cls(**args)
+
+    @property
+    def has_unsaved_secrets(self) -> bool:
+        """Whether a secret was given as a value, which a saved plan leaves out (its file then says
+        so). Default ``False``."""
+        return False
+
+    def hide(self, text: str) -> str:
+        """``text`` (a driver's or Spark's message) with the source's secrets replaced by ``***``.
+        Default: ``text`` as it is."""
+        return text
+
+    def delta_location(self, table: str) -> str | None:
+        """Where ``table``'s files are when it is a Delta table (what ``delta_sync`` reads).
+        Default ``None``: it is not one."""
+        return None
+
+    def read_in_ranges(self, table: str, column: str, parts: int) -> DataFrame | None:
+        """``table`` read in ``parts`` ranges of its whole-number ``column`` at once, over as many
+        connections, for a large table (a run asks for it past a million rows). Default ``None``:
+        the source reads no faster so, and the run reads it whole."""
+        return None
+
+
+def _keywords(cls: type) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """The keywords ``cls`` takes (``None``: any, it has ``**kwargs``) and those it needs."""
+    params = list(inspect.signature(cls).parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None, ()
+    named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    return tuple(p.name for p in named), tuple(p.name for p in named if p.default is p.empty)
 
 
 def source_table(

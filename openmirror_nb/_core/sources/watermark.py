@@ -13,6 +13,7 @@ import math
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.identifiers import quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -83,4 +84,4 @@ def integral(frame: DataFrame, column: str) -> bool:
 def _col(name: str) -> Column:
     from pyspark.sql import functions as F
 
-    return F.col(f"`{name.replace('`', '``')}`")
+    return F.col(quoted(name))

@@ -32,12 +32,7 @@ from openmirror_nb._core.mirror.progress import Applied
 from openmirror_nb._core.model import TableRef
 from openmirror_nb._core.status import naming
 from openmirror_nb._core.status.mirror_view import MirrorView, mirror_key, read_mirror_view
-from openmirror_nb._core.status.records import (
-    NOT_LISTED,
-    STOPPING,
-    Health,
-    TableStatus,
-)
+from openmirror_nb._core.status.records import NOT_LISTED, STOPPING, Health, TableStatus
 from openmirror_nb._core.status.report import StatusReport
 from openmirror_nb._core.status.reseeds import with_reseeds
 from openmirror_nb._core.status.streamed import stream_fields
@@ -196,10 +191,8 @@ def _table(
         notes.append("The mirror does not list this table yet.")
     state = found.state
     if state is not None and state.source_fallback:
-        notes.append(
-            f"Its sync to version {state.source_version} of {state.source} pushed a snapshot diff, "
-            f"not the change data feed: {state.source_fallback}."
-        )
+        synced = f"Its sync to version {state.source_version} of {state.source}"
+        notes.append(f"{synced} pushed a snapshot diff, not the change data feed: {state.source_fallback}.")
     return TableStatus(
         table=str(ref),
         folder=loc.folder,

@@ -70,7 +70,7 @@ def read_mirror_view(
     try:
         doc, entries = read_monitoring_files(files)
     except (OpenMirrorError, OSError) as exc:  # OSError: local files the process may not read
-        notes.append(f"Files/Monitoring could not be read: {exc} Showing the landing zone only.")
+        notes.append(f"Files/Monitoring could not be read: {user_line(exc)} Showing the landing zone only.")
         return ReplicatorStatus("Unknown", source="Files/Monitoring/replicator.json"), {}
     beat = _time(doc.get("lastHeartbeatTime"))
     beat = None if beat is None or beat.year < 2 else beat  # 0001-01-01: never

@@ -77,10 +77,11 @@ def onelake_table_uri(target: OneLakeTarget, ref: TableRef) -> str:
 
 def onelake_row_counter(target: OneLakeTarget, credential: Any) -> Callable[[TableRef], int | None]:
     def count(ref: TableRef) -> int | None:
-        from openmirror_nb._core.storage.credentials import resolve_credential
+        from openmirror_nb._core.storage.credentials import identity_warnings_held, resolve_credential
 
         try:
-            token = resolve_credential(credential).get_token(STORAGE_SCOPE).token
+            with identity_warnings_held():  # a failure is the one line below
+                token = resolve_credential(credential).get_token(STORAGE_SCOPE).token
         except Exception as exc:  # any credential failure: say why the count is missing
             raise NotSupportedError(
                 f"no storage token for {target} ({type(exc).__name__}); pass credential= to connect()."

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openmirror_nb._core.errors import CredentialError, OpenMirrorError, scrub
+from openmirror_nb._core.storage.credentials import identity_warnings_held
 
 # Seconds a failed token request is answered from memory: long enough for the requests one
 # operation still makes, short enough that a retry after `az login` asks again.
@@ -114,7 +115,8 @@ class GuardedCredential:
         if failure is not None and self._clock() - failure[1] < FAILURE_TTL:
             raise CredentialError(failure[0], credential=self.name)
         try:
-            token = self.inner.get_token(*scopes, **kwargs)
+            with identity_warnings_held():  # a failure is our one line below, not the SDK's warnings too
+                token = self.inner.get_token(*scopes, **kwargs)
         except OpenMirrorError:
             raise
         except Exception as exc:  # any credential's failure: the chain's, a secret's, notebookutils'

@@ -3,7 +3,9 @@
 Order: an explicit ``credential=``; inside a Fabric notebook its own identity
 (``notebookutils.credentials.getToken``); otherwise ``DefaultAzureCredential``. Tokens live only in
 memory, are reused until shortly before they expire, and are never printed, logged or stored. The
-Azure SDK's own log lines stay out of a notebook whose logging nobody configured (``quiet_azure_logs``).
+Azure SDK's own log lines stay out of a notebook whose logging nobody configured (``quiet_azure_logs``);
+its warnings about a token request that fails stay out whatever the logging configuration, as the
+one-line error raised instead says the same (``identity_warnings_held``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core import runtime
@@ -109,6 +112,52 @@ def quiet_azure_logs() -> None:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET and not logger.handlers:
             logger.addHandler(logging.NullHandler())
+
+
+class _HeldWarnings(logging.Filter):
+    """On the ``azure.identity`` loggers: a warning logged by a thread inside
+    ``identity_warnings_held`` goes to that thread's list instead of to any handler."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        held: list[logging.LogRecord] | None = getattr(self.local, "held", None)
+        if held is None or record.levelno < logging.WARNING:
+            return True
+        held.append(record)
+        return False
+
+
+_HELD = _HeldWarnings()
+
+
+@contextmanager
+def identity_warnings_held() -> Iterator[None]:
+    """Around one token request: the warnings ``azure.identity`` logs meanwhile in this thread (the
+    chain's many lines naming each credential it tried, a credential's "get_token failed") are
+    dropped if the block raises, since the caller turns that failure into one line saying the same;
+    if it returns, they are handled as usual, in order. Other threads' records, records below
+    WARNING and other loggers are untouched.
+
+    A logger's filter sees only the records logged to that logger, not those its children pass up,
+    so the filter goes on each ``azure.identity`` logger there is (one per module, made at import);
+    outside this block it lets every record through.
+    """
+    for name, logger in logging.Logger.manager.loggerDict.copy().items():
+        if name.split(".")[:2] == ["azure", "identity"] and isinstance(logger, logging.Logger):
+            if _HELD not in logger.filters:
+                logger.addFilter(_HELD)
+    outer = getattr(_HELD.local, "held", None)
+    held: list[logging.LogRecord] = []
+    _HELD.local.held = held
+    try:
+        yield
+    finally:
+        _HELD.local.held = outer
+    for record in held:  # the block returned: nothing replaces what they say
+        logging.getLogger(record.name).handle(record)
 
 
 def resolve_credential(credential: Any = None) -> Any:

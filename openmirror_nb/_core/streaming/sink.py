@@ -22,6 +22,7 @@ from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import PushResult
 from openmirror_nb._core.pipeline.push import run_push
+from openmirror_nb._core.pipeline.push_checks import Checked
 from openmirror_nb._core.pipeline.request import PushRequest
 from openmirror_nb._core.progress import ProgressCallback, always
 from openmirror_nb._core.storage.base import Storage
@@ -79,7 +80,11 @@ class BatchSink:
                     # each table's push on a thread of its own runs its Spark jobs in a group of its own
                     progress = always(self.progress) if self.router.parallel > 1 else self.progress
                     self.router.apply(
-                        df, batch, lambda part, request: self._apply(part, request, batch, record, progress)
+                        df,
+                        batch,
+                        lambda part, request, checked: self._apply(
+                            part, request, batch, record, progress, checked
+                        ),
                     )
             except OpenMirrorError as exc:
                 self.error = exc
@@ -93,9 +98,10 @@ class BatchSink:
         batch: StreamBatch,
         record: QueryRecord,
         progress: ProgressCallback | None,
+        checked: Checked | None = None,
     ) -> None:
         self.applied[str(request.table)] = apply_batch(
-            self.storage, df, request, batch, record, progress=progress
+            self.storage, df, request, batch, record, progress=progress, checked=checked
         )
 
 
@@ -107,8 +113,10 @@ def apply_batch(
     record: QueryRecord,
     *,
     progress: ProgressCallback | None,
+    checked: Checked | None = None,
 ) -> PushResult:
-    """Apply one batch to one table under its lock, unless the table holds it already."""
+    """Apply one batch to one table under its lock, unless the table holds it already
+    (``checked``: what a routed batch's checks found for ``df``, see ``run_push``)."""
     home = TableFolder(storage, request.table)
     table = str(request.table)
     with home.lock(timeout=request.lock_timeout):
@@ -131,7 +139,13 @@ def apply_batch(
             return _nothing(request)
         crash_point("before_push")
         result = run_push(
-            storage, df, replace(request, stream=batch), progress, lock_held=True, settled=settled
+            storage,
+            df,
+            replace(request, stream=batch),
+            progress,
+            lock_held=True,
+            settled=settled,
+            checked=checked,
         )
         record.note(home)
     return result

@@ -7,19 +7,17 @@ from __future__ import annotations
 import dataclasses
 import html
 from collections.abc import Callable
-from typing import Any, get_args
+from typing import Any
 
 import ipywidgets as w
 
 import openmirror_nb as om
 from openmirror_nb._core.widgets.panel import RED, RenderGuard
 
-STRATEGIES: tuple[str, ...] = get_args(om.Strategy)
 HEADS = ("", "source", "target table", "keys", "origin", "strategy", "watermark", "rows", "run")
 # Fixed widths, the same in the header and every row: rows of HBoxes line up as a grid, and a row's
 # problems go under it across the columns (a GridBox child's grid_column did not span in JupyterLab).
 WIDTHS = ("28px", "140px", "170px", "130px", "150px", "120px", "100px", "64px", "90px")
-WATERMARKED = ("incremental", "append")  # the strategies that read past a watermark column
 BADGES = {  # the run's colours (PlanRun's HTML uses the same for its statuses)
     "waiting": "#9e9e9e",
     "running": "#1565c0",
@@ -41,7 +39,7 @@ class PlanRow(RenderGuard):
         self.keys = w.Text(value=", ".join(planned.keys), placeholder="key columns")
         self.origin = w.HTML()
         self.accept = w.Checkbox(description="accept", value=False, indent=False, layout=_width("auto"))
-        self.strategy = w.Dropdown(options=STRATEGIES, value=planned.strategy)
+        self.strategy = w.Dropdown(options=om.strategy_names(), value=planned.strategy)
         self.watermark = w.Text(value=planned.watermark or "", placeholder="column")
         self.badge = w.HTML()
         self.rows_note = w.HTML(_rows(planned.rows))
@@ -79,11 +77,10 @@ class PlanRow(RenderGuard):
         keys, origin, strategy = self.key_columns, self.original.key_origin, self.strategy.value
         if keys != self.original.keys or (self.suggested and self.accept.value):
             origin = "declared" if keys else None
-        deletes = self.original.detect_deletes
-        if strategy == "append":  # insert-only: no key columns, no deletes (the plan file's rules)
-            keys, origin, deletes = (), None, False
-        elif strategy in ("snapshot", "delta_sync"):  # a whole table or a change feed: deletes too
-            deletes = True
+        rules = om.get_strategy(strategy)  # the plan file's rules: keys and deletes by the strategy
+        if not rules.keys:
+            keys, origin = (), None
+        deletes = self.original.detect_deletes if rules.deletes is None else rules.deletes
         return dataclasses.replace(
             self.original,
             enabled=self.enabled.value,
@@ -104,7 +101,7 @@ class PlanRow(RenderGuard):
         keys = self.key_columns
         if len(set(keys)) != len(keys):
             return f"Table {self.original.source!r}: keys {', '.join(keys)} repeat a column; list each once."
-        if self.strategy.value in WATERMARKED and not self.watermark.value.strip():
+        if om.get_strategy(self.strategy.value).watermark and not self.watermark.value.strip():
             return (
                 f"Table {self.original.source!r}: strategy {self.strategy.value} reads past a watermark "
                 "column; type it in the watermark field."
@@ -149,9 +146,11 @@ class PlanRow(RenderGuard):
         self._by_strategy()
 
     def _by_strategy(self) -> None:
-        """A watermark only for the strategies that read past one; no keys for ``append``."""
-        self.watermark.disabled = self.strategy.value not in WATERMARKED and not self.watermark.value
-        self.keys.disabled = self.accept.disabled = self.strategy.value == "append"
+        """A watermark only for the strategies that read past one; no keys for those that write
+        none (``append``)."""
+        rules = om.get_strategy(self.strategy.value)
+        self.watermark.disabled = not rules.watermark and not self.watermark.value
+        self.keys.disabled = self.accept.disabled = not rules.keys
 
 
 class PlanGrid(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints

@@ -21,7 +21,7 @@ from openmirror_nb._core.widgets.panel import RED, Panel
 from openmirror_nb._core.widgets.plan_grid import PlanGrid
 
 if TYPE_CHECKING:
-    from openmirror_nb import MirroredDatabase, PlanRun, SourcePlan
+    from openmirror_nb import MirroredDatabase, PlanRun, Source, SourcePlan
 
 _WIDE = {"description_width": "initial"}
 
@@ -31,7 +31,8 @@ class SourcePlanner(Panel):
 
     Args:
         db: The mirrored database.
-        source: ``om.Catalog``, ``om.Jdbc`` or ``om.DeltaFolder``.
+        source: Any ``om.Source``: ``om.Catalog``, ``om.Jdbc``, ``om.DeltaFolder`` or a kind
+            registered with ``om.register_source``.
         target_schema: The mirrored tables' schema (see ``db.plan_sources``).
         plan: An earlier plan of ``source`` (``om.load_plan``): its declared keys, targets,
             strategies and switches are kept.
@@ -44,7 +45,7 @@ class SourcePlanner(Panel):
     def __init__(
         self,
         db: MirroredDatabase,
-        source: Any,
+        source: Source,
         *,
         target_schema: str | None = None,
         plan: SourcePlan | None = None,

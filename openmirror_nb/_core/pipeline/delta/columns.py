@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb._core.identifiers import quoted
+
 if TYPE_CHECKING:
     from pyspark.sql import Column
     from pyspark.sql.types import DataType, StructType
@@ -86,7 +88,7 @@ class TableColumns:
             name = field["name"]
             if name in self.partition_columns:
                 continue
-            column = F.col(f"`{_physical_name(field, self.mode)}`")
+            column = F.col(quoted(_physical_name(field, self.mode)))
             kind = logical[name]
             if _physical_type(field["type"], self.mode) != _strip(field)["type"]:
                 column = column.cast(kind)  # nested physical names -> logical, by position

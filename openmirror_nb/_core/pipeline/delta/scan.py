@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.pipeline.delta.columns import TableColumns, partition_value
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def read_files(
         )
     if feed and not change_files:
         joined = joined.withColumn("_change_type", F.col("_om_change"))
-    return joined.select(*[F.col(f"`{f.name}`") for f in out.fields])
+    return joined.select(*[F.col(quoted(f.name)) for f in out.fields])
 
 
 def output_schema(columns: TableColumns, *, feed: bool) -> StructType:
@@ -136,7 +137,7 @@ def _entries(
     if serialized:
         entries = entries.select(
             *[c for c in entries.columns if c not in parts],
-            *[partition_value(F.col(f"`{p}`"), kinds[p]).alias(p) for p in parts],
+            *[partition_value(F.col(quoted(p)), kinds[p]).alias(p) for p in parts],
         )
     return entries
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ConfigError, NotSupportedError, SourceError, user_line
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import DeltaReader
 from openmirror_nb._core.pipeline.delta.columns import FIELD_ID_READ, TableColumns
 from openmirror_nb._core.pipeline.delta.gone import FeedGone
@@ -84,7 +85,7 @@ class DeltaSource:
     def version(self) -> int:
         if self.spark_delta:
             try:
-                row = self.spark.sql(f"DESCRIBE HISTORY delta.`{_quoted(self.uri)}` LIMIT 1").collect()[0]
+                row = self.spark.sql(f"DESCRIBE HISTORY delta.{quoted(self.uri)} LIMIT 1").collect()[0]
             except Exception as exc:
                 raise refused(exc, self.uri) from None
             return int(row["version"])
@@ -161,7 +162,7 @@ class DeltaSource:
         picked = []
         for name, physical, _ in source_columns(end):
             found = here.get(physical)
-            column = F.col(f"`{found}`") if found is not None else F.lit(None).cast(kinds[name])
+            column = F.col(quoted(found)) if found is not None else F.lit(None).cast(kinds[name])
             picked.append(column.alias(name))
         return frame.select(*picked, *FEED_COLUMNS)
 
@@ -217,7 +218,3 @@ def refused(exc: Exception, uri: str) -> Exception:
             "db.push(df, table=..., keys=[...])."
         )
     return SourceError(f"Delta table {uri} could not be read: {line}")
-
-
-def _quoted(uri: str) -> str:
-    return uri.replace("`", "``")

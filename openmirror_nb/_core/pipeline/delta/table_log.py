@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from openmirror_nb._core.errors import ConfigError, MissingDependencyError, NotSupportedError, scrub
+from openmirror_nb._core.errors import ConfigError, MissingDependencyError, NotSupportedError, user_line
 from openmirror_nb._core.pipeline.delta.columns import TableColumns
 
 if TYPE_CHECKING:
@@ -146,15 +146,11 @@ def _delta_table(uri: str, version: int | None) -> Any:
         return DeltaTable(uri, version=version)
     except TableNotFoundError as exc:
         raise ConfigError(
-            f"{uri!r} is not a Delta table ({_line(exc)}); give the folder that holds its _delta_log."
+            f"{uri!r} is not a Delta table ({user_line(exc)}); give the folder that holds its _delta_log."
         ) from None
     except DeltaError as exc:
         if "not supported" in str(exc).lower() or "unsupported" in str(exc).lower():
             raise NotSupportedError(
-                f"Delta table {uri} cannot be read here: {_line(exc)}; {WAY_OUT}."
+                f"Delta table {uri} cannot be read here: {user_line(exc)}; {WAY_OUT}."
             ) from None
         raise
-
-
-def _line(exc: Exception) -> str:
-    return scrub(" ".join(str(exc).split()))[:200]
