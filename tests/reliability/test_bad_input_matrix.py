@@ -254,7 +254,7 @@ CASES = [
         "keys-as-a-string",
         snapshot(_sql("select 1L as id"), keys="id"),
         ConfigError,
-        ("keys and order_by take a list", "keys=['id']"),
+        ("keys take a list of column names", "keys=['id']"),
     ),
 ]
 

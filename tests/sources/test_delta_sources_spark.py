@@ -7,6 +7,7 @@ and the next run reads the change data feed; the mirrored table then equals the 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pyspark
@@ -149,6 +150,10 @@ def lakehouse(delta_spark, tmp_path):
 def test_a_delta_folder_written_by_spark_is_discovered_planned_and_synced_from_its_feed(
     lakehouse, db, delta_spark
 ):
+    if spark_packages.line() == "spark-3.5" and os.environ.get("OPENMIRROR_DELTA_EVERY_VERSION") != "1":
+        # CI's Runtime 1.3 line runs beside the main steps: there, test_delta_folder.py reads a
+        # folder through Spark's reader of Delta 3.2, and this flow runs in scripts/soak
+        pytest.skip("on Spark 3.5 in scripts/soak (CI runs it on the main line)")
     spark = delta_spark
     folder = om.DeltaFolder(lakehouse)
     found = {t.name: t for t in folder.discover()}
