@@ -2,8 +2,9 @@
 parameters, injected in a cell after the parameters cell, and a Delta table as ``SOURCE``. nbmake
 runs them with their offline defaults (``scripts/test``), which never reach the cells that read a
 path with ``spark.read.format("delta")``; here those cells run, on a table Spark's Delta writer
-made. Each notebook's kernel starts its own session, with Delta as Fabric's has it: it inherits
-``OPENMIRROR_SPARK_JARS`` from this process (tests/conftest.py)."""
+made. The notebooks share one kernel, as a high-concurrency session shares one in Fabric: the
+first starts its session, with Delta as Fabric's has it (it inherits ``OPENMIRROR_SPARK_JARS``
+from this process, tests/conftest.py), and each starts from an empty namespace."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import nbformat
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 import openmirror_nb as om
@@ -34,16 +36,25 @@ def delta_spark(spark):
     return spark
 
 
-def run_job(name: str, folder: Path, **parameters: object) -> str:
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """One Python kernel for the module's notebooks (each JVM start is most of a job's time)."""
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(cwd=str(tmp_path_factory.mktemp("kernel")))
+    yield manager
+    manager.shutdown_kernel(now=True)
+
+
+def run_job(kernel: KernelManager, name: str, **parameters: object) -> str:
     """Run ``notebooks/<name>.ipynb`` with ``parameters`` after its parameters cell, as a pipeline
-    does; returns what its cells printed. A cell that raises fails the test with its traceback."""
+    does, in ``kernel`` with its namespace emptied first; returns what its cells printed. A cell
+    that raises fails the test with its traceback."""
     nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     given = "\n".join(f"{key} = {value!r}" for key, value in parameters.items())
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(given, metadata={"tags": ["injected-parameters"]}))
-    NotebookClient(
-        nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(folder)}}
-    ).execute()
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%reset -f"))
+    NotebookClient(nb, km=kernel, timeout=600).execute()
     return "".join(
         out.get("text", "")
         for cell in nb.cells
@@ -74,12 +85,12 @@ def _source(spark, path: Path, columns: tuple[str, ...] = COLUMNS) -> list[tuple
     return ordered(tuple(r[c] for c in columns) for r in spark.read.format("delta").load(str(path)).collect())
 
 
-def test_mirror_table_reads_a_delta_path_with_spark_and_mirrors_it(delta_spark, tmp_path):
+def test_mirror_table_reads_a_delta_path_with_spark_and_mirrors_it(delta_spark, kernel, tmp_path):
     source = tmp_path / "lakehouse" / "Tables" / "orders"
     _orders(delta_spark, [(i, i % 3, "new") for i in range(50)]).write.format("delta").save(str(source))
     delta_spark.sql(f"UPDATE delta.`{source}` SET status = 'paid' WHERE order_id < 10")  # version 1
     printed = run_job(
-        "mirror_table", tmp_path, TARGET=str(tmp_path / "db"), SOURCE=str(source), TABLE="sales.orders",
+        kernel, "mirror_table", TARGET=str(tmp_path / "db"), SOURCE=str(source), TABLE="sales.orders",
         KEYS="order_id",
     )  # fmt: skip
     assert "ok: PushResult(sales.orders: file 1; initial 50;" in printed, printed
@@ -87,7 +98,7 @@ def test_mirror_table_reads_a_delta_path_with_spark_and_mirrors_it(delta_spark, 
     assert sum(1 for row in _mirrored(tmp_path / "db") if row[2] == "paid") == 10  # version 1, not 0
 
 
-def test_reseed_table_reloads_a_delta_path_after_a_type_change(delta_spark, tmp_path):
+def test_reseed_table_reloads_a_delta_path_after_a_type_change(delta_spark, kernel, tmp_path):
     db_path = tmp_path / "db"
     rows = [(i, i % 5, "new") for i in range(40)]
     om.connect(db_path).push(_orders(delta_spark, rows, "int"), table="sales.orders", keys=["order_id"])
@@ -96,7 +107,7 @@ def test_reseed_table_reloads_a_delta_path_after_a_type_change(delta_spark, tmp_
     source = tmp_path / "lakehouse" / "Tables" / "orders"  # quantity is a bigint now: a type change
     _orders(delta_spark, rows).write.format("delta").save(str(source))
     printed = run_job(
-        "reseed_table", tmp_path, TARGET=str(db_path), SOURCE=str(source), TABLE="sales.orders",
+        kernel, "reseed_table", TARGET=str(db_path), SOURCE=str(source), TABLE="sales.orders",
         CONFIRM="sales.orders", TIMEOUT_SECONDS=300,
     )  # fmt: skip
     assert "ok: " in printed, printed  # its check cell found the reload verified
@@ -104,7 +115,7 @@ def test_reseed_table_reloads_a_delta_path_after_a_type_change(delta_spark, tmp_
     assert _mirrored(db_path) == _source(delta_spark, source)
 
 
-def test_sync_delta_follows_the_feed_of_a_table_spark_wrote(delta_spark, tmp_path):
+def test_sync_delta_follows_the_feed_of_a_table_spark_wrote(delta_spark, kernel, tmp_path):
     source = tmp_path / "lakehouse" / "Tables" / "orders"
     first = [(i, 1, "new") for i in range(30)]
     _orders(delta_spark, first).write.format("delta").option("delta.enableChangeDataFeed", "true").save(
@@ -116,7 +127,7 @@ def test_sync_delta_follows_the_feed_of_a_table_spark_wrote(delta_spark, tmp_pat
     delta_spark.sql(f"DELETE FROM delta.`{source}` WHERE order_id >= 28")  # version 2
     _orders(delta_spark, [(100, 2, "new")]).write.format("delta").mode("append").save(str(source))  # 3
     printed = run_job(
-        "sync_delta", tmp_path, TARGET=str(tmp_path / "db"), SOURCE=str(source), TABLE="sales.orders",
+        kernel, "sync_delta", TARGET=str(tmp_path / "db"), SOURCE=str(source), TABLE="sales.orders",
         KEYS="order_id", FAIL_ON_FALLBACK=True,
     )  # fmt: skip
     assert "the mirrored table equals the source" in printed, printed

@@ -76,9 +76,12 @@ def test_a_session_with_the_lines_packages_has_delta_and_kafka(tmp_path):
 
 def test_the_shared_session_has_delta(spark):
     """The suite's session has Delta's extension and catalog (tests/conftest.py gives it the jars),
-    as a Fabric session has: ``sync_delta`` takes Spark's own Delta reader there by default."""
+    as a Fabric session has: ``sync_delta`` takes Spark's own Delta reader there by default. It
+    rebuilds a Delta table's state in the session's shuffle partitions, not Delta's 50 tasks."""
     assert "delta" in (spark.conf.get("spark.sql.extensions", None) or "").lower()
     assert "delta" in (spark.conf.get("spark.sql.catalog.spark_catalog", None) or "").lower()
+    partitions = spark.conf.get("spark.sql.shuffle.partitions")
+    assert spark.conf.get("spark.databricks.delta.snapshotPartitions", None) == partitions == "4"
 
 
 WITHOUT_DELTA = r"""

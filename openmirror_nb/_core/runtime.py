@@ -47,8 +47,10 @@ def get_spark() -> SparkSession:
     ``OPENMIRROR_SPARK_JARS`` (files or folders, ``os.pathsep``-separated), unless jars were chosen
     for it (``--jars`` or ``spark.jars`` in ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``).
     When Delta's jars (``delta-spark_*``) are among its jars, ours or those chosen, it also gets
-    Delta's SQL extension and catalog (``DELTA_CONF``) unless extensions were chosen for it; a
-    session or context the user started keeps its level, its jars and its extensions.
+    Delta's SQL extension and catalog (``DELTA_CONF``) unless extensions were chosen for it, and
+    rebuilds a Delta table's state in as many tasks as it shuffles into
+    (``OPENMIRROR_SHUFFLE_PARTITIONS``, 4), not Delta's 50; a session or context the user started
+    keeps its level, its jars and its extensions.
     """
     try:
         from pyspark import SparkContext
@@ -70,12 +72,13 @@ def get_spark() -> SparkSession:
     # keeps its log level.
     ours = SparkContext._active_spark_context is None
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    partitions = os.environ.get("OPENMIRROR_SHUFFLE_PARTITIONS", "4")
     builder = (
         SparkSession.builder.master(os.environ.get("OPENMIRROR_SPARK_MASTER", "local[2]"))
         .appName("openmirror_nb")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", os.environ.get("OPENMIRROR_SHUFFLE_PARTITIONS", "4"))
+        .config("spark.sql.shuffle.partitions", partitions)
         .config("spark.sql.ansi.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.host", "127.0.0.1")
@@ -96,6 +99,10 @@ def get_spark() -> SparkSession:
     if ours and delta and not _launch_sets("spark.sql.extensions"):
         for key, value in DELTA_CONF.items():
             builder = builder.config(key, value)
+    if ours and delta:
+        # Delta rebuilds a table's state in 50 tasks unless told: on a local driver of two cores
+        # that is most of a small table's read or write (a DELETE, an OPTIMIZE, a versionAsOf).
+        builder = builder.config("spark.databricks.delta.snapshotPartitions", partitions)
     session = builder.getOrCreate()
     if ours:
         session.sparkContext.setLogLevel("ERROR")  # also when the JVM was launched before
