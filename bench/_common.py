@@ -440,7 +440,7 @@ class Scratch:
 
     def write(self, df: Any, **opts: Any) -> None:
         """A Parquet write with the library's own write settings."""
-        from openmirror_nb._core.pipeline.stage import _WRITE_CONF, session_conf
+        from openmirror_nb._core.pipeline.push.stage import _WRITE_CONF, session_conf
 
         with session_conf(self.spark, _WRITE_CONF):
             df.write.options(**opts).parquet(self.fresh())
@@ -475,7 +475,7 @@ def groupby_state(df: Any, keys: tuple[str, ...]) -> Any:
     compare it with the library's window count (``snapdiff.snapshot_state``)."""
     from pyspark.sql import functions as F
 
-    from openmirror_nb._core.pipeline import keystate
+    from openmirror_nb._core.pipeline.keystate import hashes as keystate
 
     h1, h2 = keystate.row_hashes(df, keys=keys)
     hashed = df.select(*keys, h1.alias(keystate.H1), h2.alias(keystate.H2))
@@ -518,7 +518,7 @@ def write_probe(
 @contextlib.contextmanager
 def forced_compaction() -> Iterator[None]:
     """The next push writes the whole key state as a new base (any delta makes it due)."""
-    from openmirror_nb._core.pipeline import keystate
+    from openmirror_nb._core.pipeline.keystate import hashes as keystate
 
     saved = keystate.MAX_DELTAS
     keystate.MAX_DELTAS = 1

@@ -83,7 +83,7 @@ def child(source: str, db_path: str, keys: list[str], *, baseline: bool) -> None
         from deltalake import DeltaTable
 
         import openmirror_nb as om
-        from openmirror_nb._core.pipeline import delta_sync  # noqa: F401
+        from openmirror_nb._core.pipeline.delta import sync as delta_sync  # noqa: F401
         from openmirror_nb._core.runtime import get_spark
 
         spark = get_spark()

@@ -66,7 +66,7 @@ def changes(spark: Any, rows: int) -> Any:
 
 
 def hashed(frame: Any) -> Any:
-    from openmirror_nb._core.pipeline import keystate
+    from openmirror_nb._core.pipeline.keystate import hashes as keystate
 
     h1, h2 = keystate.row_hashes(frame, keys=("id",))
     return frame.select("id", h1.alias("h1"), h2.alias("h2"))

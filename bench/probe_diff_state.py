@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _common as c
 
-from openmirror_nb._core.pipeline import keystate, snapdiff
-from openmirror_nb._core.pipeline.stage import _WRITE_CONF, session_conf
+from openmirror_nb._core.pipeline.keystate import hashes as keystate
+from openmirror_nb._core.pipeline.keystate import snapdiff
+from openmirror_nb._core.pipeline.push.stage import _WRITE_CONF, session_conf
 from openmirror_nb._core.runtime import get_spark
 
 KEYS = ("id",)

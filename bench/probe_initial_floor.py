@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as c
 from bench_push import narrow
 
-from openmirror_nb._core.pipeline import buckets, keystate, snapdiff
+from openmirror_nb._core.pipeline.keystate import buckets, snapdiff
+from openmirror_nb._core.pipeline.keystate import hashes as keystate
 from openmirror_nb._core.runtime import get_spark
 
 KEYS = ("id",)

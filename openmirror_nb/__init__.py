@@ -69,8 +69,8 @@ if TYPE_CHECKING:
     from openmirror_nb._core.landing_zone.table_scan import DataFileInfo, TableScan
     from openmirror_nb._core.mirror import LocalMirror, MirrorRun, SyncLimits, TableRun
     from openmirror_nb._core.mirror.key_versions import KeyHistory, KeyVersion
-    from openmirror_nb._core.pipeline.arrow_input import arrow_to_spark
-    from openmirror_nb._core.pipeline.delta_sync import read_delta
+    from openmirror_nb._core.pipeline.delta.sync import read_delta
+    from openmirror_nb._core.pipeline.inputs.arrow_input import arrow_to_spark
     from openmirror_nb._core.runtime import get_spark, is_fabric
     from openmirror_nb._core.schema_change import Change, ReseedResult, SchemaPlan
     from openmirror_nb._core.sources import (
@@ -200,7 +200,7 @@ __all__ = [
 
 # name -> the module that defines it; loaded on first use.
 _LAZY = {
-    "arrow_to_spark": "openmirror_nb._core.pipeline.arrow_input",
+    "arrow_to_spark": "openmirror_nb._core.pipeline.inputs.arrow_input",
     "connect": "openmirror_nb._core.api",
     "MirroredDatabase": "openmirror_nb._core.api",
     "get_spark": "openmirror_nb._core.runtime",
@@ -226,7 +226,7 @@ _LAZY = {
     "DataFileInfo": "openmirror_nb._core.landing_zone.table_scan",
     "Blocker": "openmirror_nb._core.landing_zone",
     "ColumnInfo": "openmirror_nb._core.table_info",
-    "read_delta": "openmirror_nb._core.pipeline.delta_sync",
+    "read_delta": "openmirror_nb._core.pipeline.delta.sync",
     "Catalog": "openmirror_nb._core.sources",
     "DeltaFolder": "openmirror_nb._core.sources",
     "Jdbc": "openmirror_nb._core.sources",

@@ -106,9 +106,10 @@ def visible_hash(root: Path) -> str:
 def small_buckets(monkeypatch):
     """Test tables have a few rows: one row per bucket gives them several (up to the 4 shuffle
     partitions), so every push in the suite runs the bucket layout as a large table would (see
-    pipeline.buckets); and every change feed is shuffled by key as a large feed is (not gathered
-    into one task: pipeline.changes.SMALL_FEED_BYTES)."""
-    from openmirror_nb._core.pipeline import buckets, changes
+    pipeline.keystate.buckets); and every change feed is shuffled by key as a large feed is (not gathered
+    into one task: pipeline.feeds.changes.SMALL_FEED_BYTES)."""
+    from openmirror_nb._core.pipeline.feeds import changes
+    from openmirror_nb._core.pipeline.keystate import buckets
 
     monkeypatch.setattr(buckets, "ROWS_PER_BUCKET", 1)
     monkeypatch.setattr(changes, "SMALL_FEED_BYTES", -1)

@@ -9,7 +9,7 @@ import pytest
 
 import openmirror_nb as om
 from openmirror_nb._core.errors import LINE_LIMIT, ConfigError, user_line
-from openmirror_nb._core.pipeline.arrow_input import _conversion_error
+from openmirror_nb._core.pipeline.inputs.arrow_input import _conversion_error
 from openmirror_nb._core.sources.run_table import one_line
 
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"

@@ -4,7 +4,8 @@
 cli``, with the local mirror, the Fabric service surfaces and ``table_info`` beside ``pipeline``. The skins
 (magics, panels, command line, demo) see the API only as a notebook does: through the package root. Every
 import of every module counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included: a cycle
-hidden behind a lazy import is still a cycle.
+hidden behind a lazy import is still a cycle. Inside ``pipeline`` its subpackages, one per job, follow a
+direction of their own (``PIPELINE_ALLOWED``), and no module sits outside them.
 """
 
 from __future__ import annotations
@@ -182,6 +183,95 @@ def test_no_cycles_between_modules():
         if module not in state:
             visit(module, [module])
     assert cycles == []
+
+
+# The pipeline by job: what each of its subpackages may import of the others (besides itself). A
+# direction: no two import each other, so each job can be read (and tested) without those after it.
+PIPELINE = "openmirror_nb._core.pipeline"
+PIPELINE_ALLOWED: dict[str, set[str]] = {
+    "inputs": set(),  # what db.push takes besides a Spark DataFrame (pandas, Arrow), made one
+    "feeds": set(),  # change-feed conventions (an op column, Debezium) -> change rows
+    "keystate": {"feeds"},  # row hashes, base and deltas, buckets, the snapshot diff, the stored state
+    "push": {"feeds", "keystate"},  # one push: request, checks, flows, staging, progress, decision
+    "delta": {"push"},  # Delta tables as a source: their reader, om.read_delta and db.sync_delta
+}
+# Imports against that direction that the layout has not removed yet, module by module, so that no
+# other joins them unseen: key state reads and writes its files with the push's staging tools.
+PIPELINE_AGAINST: dict[str, set[str]] = {
+    # a change feed's delta is its staged files: their part names (PART_NAME) and read_staged
+    "keystate.hashes": {"push.stage"},
+    # the delta written beside the data files: StageContext, context.write_state, observed.counts
+    "keystate.feed_state": {"push.context", "push.observed"},
+}
+
+
+def _pipeline_modules() -> dict[str, Path]:
+    """``<subpackage>.<module>`` (``<subpackage>`` for its ``__init__``) -> file, for the pipeline."""
+    root = PACKAGE / "_core" / "pipeline"
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _job(module: str) -> str:
+    """The subpackage a pipeline module sits in (``""``: the pipeline's own ``__init__``)."""
+    return module.split(".")[0]
+
+
+def _pipeline_imports() -> set[tuple[str, str]]:
+    """(importer, imported) between the pipeline's modules, lazy and ``TYPE_CHECKING`` ones too; a
+    name imported from a package is the module of that name when there is one."""
+    modules = _pipeline_modules()
+    found = set()
+    for module, path in modules.items():
+        names: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names += [
+                    f"{node.module}.{a.name}"
+                    if f"{node.module}.{a.name}".removeprefix(f"{PIPELINE}.") in modules
+                    else node.module
+                    for a in node.names
+                ]
+            elif isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+        found |= {(module, n.removeprefix(f"{PIPELINE}.")) for n in names if n.startswith(f"{PIPELINE}.")}
+    return {(m, t) for m, t in found if m != t}
+
+
+def test_the_pipeline_follows_its_jobs():
+    order: list[str] = []  # the subpackages, each after all it imports
+    while len(order) < len(PIPELINE_ALLOWED):
+        ready = [j for j, deps in PIPELINE_ALLOWED.items() if j not in order and deps <= set(order)]
+        assert ready, f"PIPELINE_ALLOWED is no direction: {sorted(set(PIPELINE_ALLOWED) - set(order))}"
+        order += ready
+    imports = _pipeline_imports()
+    wrong = sorted(
+        f"{PIPELINE}.{module} imports {PIPELINE}.{target}"
+        for module, target in imports
+        if _job(target) != _job(module)
+        and _job(target) not in PIPELINE_ALLOWED.get(_job(module), set())
+        and target not in PIPELINE_AGAINST.get(module, set())
+    )
+    assert wrong == []
+    gone = sorted(
+        f"{m} -> {t}" for m, targets in PIPELINE_AGAINST.items() for t in targets if (m, t) not in imports
+    )
+    assert gone == [], "an import against the direction is gone: take it out of PIPELINE_AGAINST"
+
+
+def test_every_pipeline_module_sits_in_its_job():
+    """No flat module under ``pipeline/`` but its ``__init__``: each sits in a listed subpackage."""
+    root = PACKAGE / "_core" / "pipeline"
+    homeless = sorted(
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*.py")
+        if path != root / "__init__.py" and path.relative_to(root).parts[0] not in PIPELINE_ALLOWED
+    )
+    assert homeless == [], "put the module in one of PIPELINE_ALLOWED's subpackages"
+    assert sorted(p.parent.name for p in root.glob("*/__init__.py")) == sorted(PIPELINE_ALLOWED)
 
 
 # The public boundary (design §3, issue 24): notebooks see only the package root and the panels.

@@ -1,5 +1,5 @@
 """The key state's bucket layout: claimed only when every row is in its bucket, read in place by
-a diff, and never a condition for a correct result (see openmirror_nb/_core/pipeline/buckets.py)."""
+a diff, and never a condition for a correct result (see openmirror_nb/_core/pipeline/keystate/buckets.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from openmirror_nb._core.landing_zone.push_state import PushState, next_state
 from openmirror_nb._core.model import ROW_MARKER
-from openmirror_nb._core.pipeline import buckets, keystate, snapdiff
+from openmirror_nb._core.pipeline.keystate import buckets, snapdiff
+from openmirror_nb._core.pipeline.keystate import hashes as keystate
 from tests.pipeline.test_diff import published
 
 pytestmark = pytest.mark.spark

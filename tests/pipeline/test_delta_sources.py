@@ -48,7 +48,7 @@ def _no_driver_reads(monkeypatch, source):
     def refuse(*args, **kwargs):
         raise AssertionError("a Delta source went through Arrow in the driver")
 
-    monkeypatch.setattr("openmirror_nb._core.pipeline.arrow_input.arrow_to_spark", refuse)
+    monkeypatch.setattr("openmirror_nb._core.pipeline.inputs.arrow_input.arrow_to_spark", refuse)
 
 
 def test_a_feed_with_deletion_vectors_and_change_files_is_mirrored_version_by_version(

@@ -9,7 +9,7 @@ import pytest
 
 import openmirror_nb as om
 from openmirror_nb._core.model import ROW_MARKER
-from openmirror_nb._core.pipeline import keystate
+from openmirror_nb._core.pipeline.keystate import hashes as keystate
 from tests.conftest import tree_hash
 
 pytestmark = [pytest.mark.spark, pytest.mark.newest]  # core: the newest PySpark runs it too

@@ -1,4 +1,4 @@
-"""A small change feed's key state (pipeline.feed_state): its own data files kept as its delta,
+"""A small change feed's key state (pipeline.keystate.feed_state): its own data files kept as its delta,
 read as the same state as the delta read back from the files; or, for a sys_op feed, written
 beside its files and read back after all whenever the two jobs that evaluate the feed saw
 different rows."""
@@ -13,12 +13,14 @@ import pytest
 import openmirror_nb as om
 from openmirror_nb._core.errors import ChangeFeedError, LandingZoneError
 from openmirror_nb._core.landing_zone.push_state import PushState
-from openmirror_nb._core.pipeline import changes, feed_state, keystate
-from openmirror_nb._core.pipeline.stored_keystate import count_state_rows, deltas_of
+from openmirror_nb._core.pipeline.feeds import changes
+from openmirror_nb._core.pipeline.keystate import feed_state
+from openmirror_nb._core.pipeline.keystate import hashes as keystate
+from openmirror_nb._core.pipeline.keystate.stored import count_state_rows, deltas_of
 from tests.pipeline.delta_tables import mirrored
 
 pytestmark = pytest.mark.spark
-SMALL_FEED = 8 * 2**20  # pipeline.changes.SMALL_FEED_BYTES outside the suite (its conftest sets -1)
+SMALL_FEED = 8 * 2**20  # pipeline.feeds.changes.SMALL_FEED_BYTES outside the suite (its conftest sets -1)
 
 
 @pytest.fixture(autouse=True)

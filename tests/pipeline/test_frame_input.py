@@ -13,8 +13,8 @@ import pytest
 
 import openmirror_nb as om
 from openmirror_nb._core.errors import ConfigError, UnsupportedTypeError
-from openmirror_nb._core.pipeline.arrow_input import pandas_to_arrow
-from openmirror_nb._core.pipeline.frame_input import as_spark_frame
+from openmirror_nb._core.pipeline.inputs.arrow_input import pandas_to_arrow
+from openmirror_nb._core.pipeline.inputs.frame_input import as_spark_frame
 
 UTC = dt.UTC
 

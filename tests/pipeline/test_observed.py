@@ -21,7 +21,7 @@ def test_counts_that_never_come_raise_one_line_naming_them(spark, short_timeout)
     from pyspark.sql import functions as F
 
     import openmirror_nb as om
-    from openmirror_nb._core.pipeline import observed
+    from openmirror_nb._core.pipeline.push import observed
 
     observation = Observation()
     spark.range(3).observe(observation, F.count(F.lit(1)).alias("rows"))  # never run
@@ -37,7 +37,7 @@ def test_counts_of_a_job_that_ran_are_read_within_the_bound(spark, short_timeout
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    from openmirror_nb._core.pipeline import observed
+    from openmirror_nb._core.pipeline.push import observed
 
     observation = Observation()
     spark.range(7).observe(observation, F.count(F.lit(1)).alias("rows")).write.format("noop").mode(
@@ -50,7 +50,7 @@ def test_an_observation_never_attached_is_refused_at_once(spark):
     from pyspark.sql import Observation
 
     import openmirror_nb as om
-    from openmirror_nb._core.pipeline import observed
+    from openmirror_nb._core.pipeline.push import observed
 
     with pytest.raises(om.MetricsTimeoutError, match="never ran the job that counts the test's counts"):
         observed.counts(Observation(), spark=spark, what="the test's counts")
@@ -59,7 +59,7 @@ def test_an_observation_never_attached_is_refused_at_once(spark):
 @pytest.mark.parametrize("value", ["0", "-1", "soon", "1 minute"])
 def test_a_bad_timeout_names_the_value_and_the_fix(spark, value):
     import openmirror_nb as om
-    from openmirror_nb._core.pipeline import observed
+    from openmirror_nb._core.pipeline.push import observed
 
     spark.conf.set("spark.openmirror.metricsTimeout", value)
     try:
@@ -71,7 +71,7 @@ def test_a_bad_timeout_names_the_value_and_the_fix(spark, value):
 
 
 def test_the_timeout_is_read_from_the_session(spark):
-    from openmirror_nb._core.pipeline import observed
+    from openmirror_nb._core.pipeline.push import observed
 
     assert observed.timeout_of(spark) == observed.DEFAULT_TIMEOUT == 60.0
     spark.conf.set("spark.openmirror.metricsTimeout", "120s")

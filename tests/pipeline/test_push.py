@@ -199,10 +199,10 @@ def test_push_result_and_state(spark, db, lz):
 
 
 def test_checks_handed_to_a_push_hold_only_for_the_state_they_were_made_against(spark, db, lz, monkeypatch):
-    """A routed batch checks its tables before their pushes take the lock (``push_checks.Checked``);
+    """A routed batch checks its tables before their pushes take the lock (``checks_before.Checked``);
     a push handed checks made against another state of the table (here: none) checks again."""
-    from openmirror_nb._core.pipeline import push as push_mod
-    from openmirror_nb._core.pipeline import push_checks
+    from openmirror_nb._core.pipeline.push import checks_before as push_checks
+    from openmirror_nb._core.pipeline.push import run as push_mod
     from tests.conftest import tree_hash
 
     real, handed = push_mod.run_push, []

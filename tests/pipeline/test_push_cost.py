@@ -17,12 +17,14 @@ import pytest
 
 from openmirror_nb._core.errors import ChangeFeedError, KeyColumnsError
 from openmirror_nb._core.landing_zone import TableFolder
-from openmirror_nb._core.pipeline import buckets, changes, keystate
+from openmirror_nb._core.pipeline.feeds import changes
+from openmirror_nb._core.pipeline.keystate import buckets
+from openmirror_nb._core.pipeline.keystate import hashes as keystate
 from openmirror_nb._core.progress import Finished, Staging, Validating
 from tests.pipeline.delta_tables import mirrored
 
 pytestmark = pytest.mark.spark
-SMALL_FEED = 8 * 2**20  # pipeline.changes.SMALL_FEED_BYTES outside the suite (its conftest sets -1)
+SMALL_FEED = 8 * 2**20  # pipeline.feeds.changes.SMALL_FEED_BYTES outside the suite (its conftest sets -1)
 
 
 def orders(spark, n=200, *, v="a", parts=2):
@@ -85,7 +87,7 @@ def test_a_small_push_runs_only_the_jobs_that_write(spark, db, monkeypatch):
     by_step = steps.jobs_by_step()
     assert set(by_step) == {"writing the data files", "writing the key state"}, by_step
     # the files: a feed Spark knows is small is ordered in the task that writes it (no shuffle);
-    # the key state: a copy of those files (pipeline.feed_state), no job at all
+    # the key state: a copy of those files (pipeline.keystate.feed_state), no job at all
     assert by_step == {"writing the data files": 1, "writing the key state": 0}, by_step
     assert steps.before_staging == 0 and steps.total == 1
     # a feed of unknown size (built from Python rows) is shuffled by key: one job more
@@ -353,7 +355,7 @@ def test_observed_counts_are_read_in_one_call_and_match_the_public_read(spark):
     ``Observation.get`` (a count over no rows, NULL, is 0), without falling back to it."""
     from pyspark.sql import Observation
 
-    from openmirror_nb._core.pipeline import observed, stage
+    from openmirror_nb._core.pipeline.push import observed, stage
 
     observation = Observation()
     frame = orders(spark, 50).observe(

@@ -20,7 +20,7 @@ import pytest
 import openmirror_nb as om
 from openmirror_nb._core.errors import KeyColumnsError
 from openmirror_nb._core.model import ROW_MARKER
-from openmirror_nb._core.pipeline import write_session
+from openmirror_nb._core.pipeline.push import write_session
 
 pytestmark = pytest.mark.spark
 

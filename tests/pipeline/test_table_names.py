@@ -16,7 +16,7 @@ from deltalake import write_deltalake
 
 import openmirror_nb as om
 from openmirror_nb._core.errors import InvalidNameError, LandingZoneError, OpenMirrorError
-from openmirror_nb._core.pipeline import push as push_module
+from openmirror_nb._core.pipeline.push import run as push_module
 from tests.conftest import tree_hash
 from tests.reliability.harness import mirrored_rows, rows_of
 

@@ -4,7 +4,7 @@ Entry points for subprocesses (``python -m tests.reliability.workloads ...`` fro
 
 - ``push KIND DB``: one push of a crash-matrix kind (``initial``, ``changes``, ``diff``, or
   ``changes_in_one_task``: a feed small enough to be ordered in one task, whose files are kept
-  as its key-state delta, ``pipeline.feed_state``).
+  as its key-state delta, ``pipeline.keystate.feed_state``).
   ``OPENMIRROR_CRASH_AT`` (set by the parent) makes it SIGKILL itself at a publish step;
   ``RELIABILITY_GATE`` (a glob below the landing zone; empty: at once) makes its Spark tasks block
   as soon as the glob matches, after touching ``RELIABILITY_GATE_MARK``, so the parent can kill it

@@ -14,7 +14,7 @@ import pytest
 import openmirror_nb as om
 from openmirror_nb._core.landing_zone import TableFolder
 from openmirror_nb._core.model import TableOptions
-from openmirror_nb._core.pipeline.normalize import normalize
+from openmirror_nb._core.pipeline.push.normalize import normalize
 from openmirror_nb._core.sources import ranges
 from openmirror_nb._core.sources.watermark import past
 from tests.conftest import tree_hash

@@ -163,7 +163,7 @@ def _wire(request) -> str:
 
 
 def test_a_small_feeds_key_state_goes_up_from_where_spark_wrote_it(spark, dfs, fs, monkeypatch):
-    """A small feed's key state is a copy of its files (pipeline.feed_state), made in the local
+    """A small feed's key state is a copy of its files (pipeline.keystate.feed_state), made in the local
     folder Spark works in and uploaded with them: the same bytes as the published file, and the
     state of the rows published. A sys_op feed's state is written beside its files instead; one
     that reads otherwise the second time (a value drawn anew at each read) has it thrown away
@@ -172,7 +172,8 @@ def test_a_small_feeds_key_state_goes_up_from_where_spark_wrote_it(spark, dfs, f
 
     from pyspark.sql import functions as F
 
-    from openmirror_nb._core.pipeline import changes, feed_state
+    from openmirror_nb._core.pipeline.feeds import changes
+    from openmirror_nb._core.pipeline.keystate import feed_state
 
     monkeypatch.setattr(changes, "SMALL_FEED_BYTES", 8 * 2**20)
     kept = []

@@ -5,7 +5,7 @@ adaptive coalescing off: every batch publishes at least two files, so a kill can
 two renames, as with a larger feed (a small ``rows_per_file`` keeps the two parts from being
 merged into one, as the parts of a feed this small would be; and, as in the suite, the feed is
 shuffled by key rather than gathered into one task, which a feed this small would be:
-``pipeline.changes.SMALL_FEED_BYTES``)."""
+``pipeline.feeds.changes.SMALL_FEED_BYTES``)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def sink_options(kind: str) -> dict[str, object]:
 
 def main(root: str, feed: str, checkpoint: str, kind: str) -> None:
     import openmirror_nb as om
-    from openmirror_nb._core.pipeline import changes
+    from openmirror_nb._core.pipeline.feeds import changes
     from openmirror_nb._core.runtime import get_spark
 
     changes.SMALL_FEED_BYTES = -1

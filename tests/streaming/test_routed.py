@@ -205,9 +205,9 @@ def test_a_type_one_table_cannot_hold_stops_the_whole_batch(spark, db, tmp_path)
 
 
 def test_each_routed_table_is_checked_once_per_batch(spark, db, tmp_path, monkeypatch):
-    """The batch's checks of a table (``push_checks.check_frame``) are the ones its push stages
+    """The batch's checks of a table (``checks_before.check_frame``) are the ones its push stages
     with: the push does not resolve the keys or compare the schema with the state a second time."""
-    from openmirror_nb._core.pipeline import checks
+    from openmirror_nb._core.pipeline.push import checks
 
     keyed, compared = [], []
     resolve_keys, against_state = checks.resolve_keys, checks.check_against_state

@@ -90,7 +90,7 @@ class Monitoring(DatabaseBase):
         return recon
 
     def _state_rows(self, table: str) -> int | None:
-        from openmirror_nb._core.pipeline.stored_keystate import count_state_rows
+        from openmirror_nb._core.pipeline.keystate.stored import count_state_rows
 
         try:
             return count_state_rows(self.storage, table)

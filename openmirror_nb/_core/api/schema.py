@@ -29,7 +29,7 @@ class SchemaChanges(DatabaseBase):
             >>> plan = db.plan_schema_change("sales.orders", df)
             >>> plan.needs_reseed
         """
-        from openmirror_nb._core.pipeline.frame_input import as_spark_frame
+        from openmirror_nb._core.pipeline.inputs.frame_input import as_spark_frame
         from openmirror_nb._core.schema_change.plan import make_plan
         from openmirror_nb._core.schema_change.run import plan_in_progress
 
@@ -89,8 +89,8 @@ class SchemaChanges(DatabaseBase):
         Example:
             >>> db.apply_schema_change(plan, df, confirm="sales.orders")
         """
-        from openmirror_nb._core.pipeline.frame_input import as_spark_frame
-        from openmirror_nb._core.pipeline.request import PushRequest
+        from openmirror_nb._core.pipeline.inputs.frame_input import as_spark_frame
+        from openmirror_nb._core.pipeline.push.request import PushRequest
         from openmirror_nb._core.progress import resolve
         from openmirror_nb._core.schema_change.run import apply_plan
         from openmirror_nb._core.schema_change.waits import Mirror

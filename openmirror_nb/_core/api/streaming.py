@@ -94,7 +94,7 @@ class Streaming(DatabaseBase):
             >>> sink = db.batch_sink(table="sales.orders", keys=["id"], feed=feed)
             >>> stream_df.writeStream.foreachBatch(sink).option("checkpointLocation", ckpt).start()
         """
-        from openmirror_nb._core.pipeline.request import PushRequest
+        from openmirror_nb._core.pipeline.push.request import PushRequest
         from openmirror_nb._core.progress import resolve
         from openmirror_nb._core.streaming.route import Router
         from openmirror_nb._core.streaming.sink import BatchSink

@@ -96,9 +96,9 @@ class Writing(DatabaseBase):
             >>> db.push(df, table="sales.orders", keys=["order_id"])
             >>> db.push(cdc, table="sales.orders", mode="changes", feed=om.FeedOptions(op_column="op"))
         """
-        from openmirror_nb._core.pipeline.frame_input import as_spark_frame
-        from openmirror_nb._core.pipeline.push import run_push
-        from openmirror_nb._core.pipeline.request import PushRequest
+        from openmirror_nb._core.pipeline.inputs.frame_input import as_spark_frame
+        from openmirror_nb._core.pipeline.push.request import PushRequest
+        from openmirror_nb._core.pipeline.push.run import run_push
         from openmirror_nb._core.progress import resolve
 
         request = PushRequest.create(
@@ -156,8 +156,8 @@ class Writing(DatabaseBase):
             >>> db.sync_delta("Tables/orders", table="sales.orders", keys=["order_id"])
         """
         from openmirror_nb._core.pipeline.delta.source import DeltaSource
-        from openmirror_nb._core.pipeline.delta_sync import sync_delta
-        from openmirror_nb._core.pipeline.request import PushRequest
+        from openmirror_nb._core.pipeline.delta.sync import sync_delta
+        from openmirror_nb._core.pipeline.push.request import PushRequest
         from openmirror_nb._core.runtime import get_spark
 
         request = PushRequest.snapshot(

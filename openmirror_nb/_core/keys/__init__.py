@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.identifiers import quoted
-from openmirror_nb._core.pipeline.normalize import check_keys
+from openmirror_nb._core.pipeline.push.normalize import check_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -46,10 +46,10 @@ class PushState:
         base: Key-state folder of the last snapshot push (keys + row hashes), if any.
         deltas: Key-state folders of the pushes since ``base``, oldest first.
         feed_deltas: The ``deltas`` that hold a change feed's own data files rather than state
-            rows, each with those files' Spark schema JSON (see ``pipeline.feed_state``).
+            rows, each with those files' Spark schema JSON (see ``pipeline.keystate.feed_state``).
         base_rows: Rows in ``base`` (0 without one); ``None`` in states older than the count.
         delta_rows: Rows in ``deltas`` (keys touched, at most); ``None`` as for ``base_rows``.
-        buckets: The hash-bucket count ``base`` is laid out in (see ``pipeline.buckets``);
+        buckets: The hash-bucket count ``base`` is laid out in (see ``pipeline.keystate.buckets``);
             ``None`` when it is not, which reads it plainly.
         incarnation: The id of this incarnation of the table, from its initial load to the deletion of
             its folder (``None`` in states written before incarnations existed).
@@ -124,7 +124,7 @@ class PushState:
 
     @property
     def key_state(self) -> list[str]:
-        """The state folders to merge, oldest first (see ``pipeline.keystate``)."""
+        """The state folders to merge, oldest first (see ``pipeline.keystate.hashes``)."""
         return ([self.base] if self.base else []) + list(self.deltas)
 
     def to_bytes(self) -> bytes:

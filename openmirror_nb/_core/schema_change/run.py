@@ -37,8 +37,8 @@ from openmirror_nb._core.landing_zone.reseed_journal import (
 )
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import PushResult
-from openmirror_nb._core.pipeline.push import run_push
-from openmirror_nb._core.pipeline.request import PushRequest
+from openmirror_nb._core.pipeline.push.request import PushRequest
+from openmirror_nb._core.pipeline.push.run import run_push
 from openmirror_nb._core.progress import ProgressCallback
 from openmirror_nb._core.schema_change.plan import SchemaPlan
 from openmirror_nb._core.schema_change.waits import Mirror

@@ -97,7 +97,7 @@ class DeltaFolder(Source):
 
     def read(self, table: str) -> DataFrame:
         """One table at its latest version as a Spark DataFrame (``om.read_delta``)."""
-        from openmirror_nb._core.pipeline.delta_sync import read_delta
+        from openmirror_nb._core.pipeline.delta.sync import read_delta
 
         return read_delta(self.uri(table))
 

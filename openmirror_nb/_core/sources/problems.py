@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from openmirror_nb._core.errors import KeyColumnsError, UnsupportedTypeError, did_you_mean
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import TableOptions
-from openmirror_nb._core.pipeline.normalize import check_keys, column_name_problems, normalize
+from openmirror_nb._core.pipeline.push.normalize import check_keys, column_name_problems, normalize
 from openmirror_nb._core.sources.plan import PlannedTable
 from openmirror_nb._core.sources.plan_strategy import PlanStrategy, get_strategy, no_deletes, readers
 from openmirror_nb._core.table_names import identity, parse_table

@@ -33,8 +33,8 @@ class Runner:
         """``frame`` pushed as a snapshot of ``planned``'s table (diffed against its last push),
         with the run's lock timeout, partner and progress: ``snapshot``'s push, and what a
         strategy of your own calls with the frame it makes."""
-        from openmirror_nb._core.pipeline.push import run_push
-        from openmirror_nb._core.pipeline.request import PushRequest
+        from openmirror_nb._core.pipeline.push.request import PushRequest
+        from openmirror_nb._core.pipeline.push.run import run_push
 
         request = PushRequest.snapshot(
             table=planned.table,

@@ -26,10 +26,11 @@ from openmirror_nb._core.landing_zone.lifecycle import settle
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import DEFAULT_ROWS_PER_FILE, PushResult, SyncResult
-from openmirror_nb._core.pipeline import keystate, stored_keystate
-from openmirror_nb._core.pipeline.normalize import normalize
-from openmirror_nb._core.pipeline.push import run_push
-from openmirror_nb._core.pipeline.request import PushRequest
+from openmirror_nb._core.pipeline.keystate import hashes
+from openmirror_nb._core.pipeline.keystate import stored as stored_keystate
+from openmirror_nb._core.pipeline.push.normalize import normalize
+from openmirror_nb._core.pipeline.push.request import PushRequest
+from openmirror_nb._core.pipeline.push.run import run_push
 from openmirror_nb._core.sources import ranges
 from openmirror_nb._core.sources.plan import PlannedTable
 from openmirror_nb._core.sources.plan_strategy import PlanStrategy
@@ -162,7 +163,7 @@ def _request(
 
 def _sync(runner: Runner, planned: PlannedTable) -> SyncResult:
     from openmirror_nb._core.pipeline.delta.source import DeltaSource
-    from openmirror_nb._core.pipeline.delta_sync import sync_delta
+    from openmirror_nb._core.pipeline.delta.sync import sync_delta
     from openmirror_nb._core.runtime import get_spark
 
     spark = get_spark()
@@ -252,10 +253,10 @@ def _changed(rows: DataFrame, stored: DataFrame | None, keys: tuple[str, ...]) -
     overlap window re-reads rows, and an unchanged one is not published again."""
     if stored is None:
         return rows
-    h1, h2 = keystate.row_hashes(rows, keys=keys)
-    hashed = rows.withColumn(keystate.H1, h1).withColumn(keystate.H2, h2)
-    same = stored.select(*[_col(k) for k in keys], keystate.H1, keystate.H2)
-    return hashed.join(same, [*keys, keystate.H1, keystate.H2], "left_anti").drop(keystate.H1, keystate.H2)
+    h1, h2 = hashes.row_hashes(rows, keys=keys)
+    hashed = rows.withColumn(hashes.H1, h1).withColumn(hashes.H2, h2)
+    same = stored.select(*[_col(k) for k in keys], hashes.H1, hashes.H2)
+    return hashed.join(same, [*keys, hashes.H1, hashes.H2], "left_anti").drop(hashes.H1, hashes.H2)
 
 
 def _gone(stored: DataFrame, frame: DataFrame, keys: tuple[str, ...]) -> DataFrame:

@@ -26,11 +26,11 @@ from openmirror_nb._core.landing_zone.publish import crash_point
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import ROW_MARKER, TableRef
-from openmirror_nb._core.pipeline import checks, push_checks
-from openmirror_nb._core.pipeline.changes import INVALID_MARKER
-from openmirror_nb._core.pipeline.push_checks import Checked
-from openmirror_nb._core.pipeline.request import PushRequest, invalid_ops
-from openmirror_nb._core.pipeline.stage import StagedStats
+from openmirror_nb._core.pipeline.feeds.changes import INVALID_MARKER
+from openmirror_nb._core.pipeline.push import checks, checks_before
+from openmirror_nb._core.pipeline.push.checks_before import Checked
+from openmirror_nb._core.pipeline.push.request import PushRequest, invalid_ops
+from openmirror_nb._core.pipeline.push.stage import StagedStats
 from openmirror_nb._core.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ class Router:
         self, parts: dict[str, tuple[DataFrame, PushRequest]], batch: StreamBatch
     ) -> dict[str, Checked]:
         """Every check a push makes before it publishes, for every table not holding the batch:
-        ``push_checks.check_frame`` (what it found, per route value, goes to the table's push), then
+        ``checks_before.check_frame`` (what it found, per route value, goes to the table's push), then
         the rows' NULL keys and operation values, of every table in one job."""
         from pyspark.sql import functions as F
 
@@ -184,7 +184,7 @@ class Router:
             held = state.applied(batch.query) if state else None
             if held is not None and held >= batch.batch:
                 continue  # it is skipped under its lock
-            checked = push_checks.check_frame(part, request, meta, state)
+            checked = checks_before.check_frame(part, request, meta, state)
             null_key = F.lit(False)
             for k in checked.keys:
                 null_key = null_key | F.col(quoted(k)).isNull()

@@ -21,9 +21,9 @@ from openmirror_nb._core.landing_zone.publish import crash_point
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import PushResult
-from openmirror_nb._core.pipeline.push import run_push
-from openmirror_nb._core.pipeline.push_checks import Checked
-from openmirror_nb._core.pipeline.request import PushRequest
+from openmirror_nb._core.pipeline.push.checks_before import Checked
+from openmirror_nb._core.pipeline.push.request import PushRequest
+from openmirror_nb._core.pipeline.push.run import run_push
 from openmirror_nb._core.progress import ProgressCallback, always
 from openmirror_nb._core.storage.base import Storage
 from openmirror_nb._core.streaming.query_record import QueryRecord

@@ -130,7 +130,7 @@ def check_source_schema(
 
 
 def _published(kind: Any, delimited: bool) -> Any:
-    """A column's type as a push publishes it (``pipeline.normalize``): complex types as JSON
+    """A column's type as a push publishes it (``pipeline.push.normalize``): complex types as JSON
     text, and binary as base64 text in delimited files."""
     name = kind.get("type") if isinstance(kind, dict) else kind
     if name in _JSON_TYPES or (delimited and name == "binary"):

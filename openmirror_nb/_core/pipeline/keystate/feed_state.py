@@ -7,7 +7,7 @@ ordered in one task (``changes.in_one_task``) avoids that job in one of two ways
 
 - **Its files are its delta** (``files_hold_state``): a copy of the data files, as published,
   is kept as the delta folder, and ``PushState.feed_deltas`` records their schema; whoever reads
-  the state derives each key's last change from them (``keystate.read_delta``). One job, and the
+  the state derives each key's last change from them (``hashes.read_delta``). One job, and the
   state is the published bytes' by construction. Parquet tables, and feeds that may repeat a key.
 - **Its delta is written beside its files** (``StateAhead``), where the push must also count keys
   changed more than once (a ``sys_op`` feed refuses them) or the table is delimited text: the
@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.identifiers import quoted
-from openmirror_nb._core.pipeline import context, keystate, observed
+from openmirror_nb._core.pipeline.keystate import hashes
+from openmirror_nb._core.pipeline.push import context, observed
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation
 
-    from openmirror_nb._core.pipeline.context import StageContext
+    from openmirror_nb._core.pipeline.push.context import StageContext
 
 POSITION = "_om_position"
 
@@ -55,7 +56,7 @@ def positioned(rows: DataFrame) -> DataFrame:
 class StateAhead:
     """The key-state delta of ``rows``, written into ``ctx.state_dir`` on a thread of its own.
 
-    ``count``: also observe keys changed more than once (``keystate.count_repeated``). ``result``
+    ``count``: also observe keys changed more than once (``hashes.count_repeated``). ``result``
     waits for it and says whether it may stand; ``join`` waits in any case (a push must not
     remove its staging while the thread still writes there).
     """
@@ -81,9 +82,9 @@ class StateAhead:
         try:
             observation = Observation()
             framed = positioned(self.rows).observe(observation, fingerprint(self.columns))
-            delta = keystate.delta_state(framed, keys=self.ctx.keys, count=self.count, position=POSITION)
+            delta = hashes.delta_state(framed, keys=self.ctx.keys, count=self.count, position=POSITION)
             if self.count:
-                delta, self.repeated = keystate.count_repeated(delta)
+                delta, self.repeated = hashes.count_repeated(delta)
             self.seen = context.write_state(self.ctx, delta, announce=False)
             what = f"the fingerprint of the change feed of {self.ctx.table!r}"
             self.seen["fingerprint"] = observed.counts(observation, spark=self.ctx.spark, what=what)[
@@ -113,14 +114,14 @@ class StateAhead:
 def files_hold_state(ctx: StageContext, rows: DataFrame, *, unique_keys: bool) -> bool:
     """Whether ``rows``' data files are to be their own key-state delta (``keep_files``): a
     Parquet feed ordered in one task, with no need to count keys changed more than once."""
-    from openmirror_nb._core.pipeline.changes import in_one_task
+    from openmirror_nb._core.pipeline.feeds.changes import in_one_task
 
     return not unique_keys and not ctx.options.is_delimited and in_one_task(rows)
 
 
 def keep_files(ctx: StageContext) -> None:
     """Copy the staged data files into ``ctx.state_dir``, names and bytes unchanged (their part
-    names give the publication order ``keystate.delta_state`` reads). Off Fabric's Spark they are
+    names give the publication order ``hashes.delta_state`` reads). Off Fabric's Spark they are
     in the local staging folder, which ``context.finish`` uploads."""
     source = f"{ctx.staging}/parts"
     if ctx.local_dir is not None:
@@ -139,7 +140,7 @@ def keep_files(ctx: StageContext) -> None:
 def start(ctx: StageContext, rows: DataFrame, *, count: bool) -> StateAhead | None:
     """A ``StateAhead`` for a feed ordered in one task, or ``None`` (then the state is read back
     from the staged files): a feed shuffled by key, or a Spark that cannot run the thread."""
-    from openmirror_nb._core.pipeline.changes import in_one_task
+    from openmirror_nb._core.pipeline.feeds.changes import in_one_task
 
     if not in_one_task(rows):
         return None

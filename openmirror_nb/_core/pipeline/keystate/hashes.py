@@ -4,7 +4,7 @@ The row hash is two independent 64-bit ``xxhash64`` values over the non-key data
 order (different seeds: the second starts from the hash of a constant salt), preceded by bitmasks
 of which of them are NULL, one per 62 columns (``xxhash64`` skips NULLs, so ``(NULL, 1)`` and
 ``(1, NULL)`` would otherwise collide). ``xxhash64`` is a built-in Spark SQL function (no Python
-in the loop; bucketing uses Spark's Murmur3 ``hash``, see ``pipeline.buckets``) and is computed
+in the loop; bucketing uses Spark's Murmur3 ``hash``, see ``pipeline.keystate.buckets``) and is computed
 identically by Spark 3.5 and 4.x. Values are hashed as the landing zone holds them: complex values
 as their JSON text, timestamps as microseconds, decimals by value at the column's scale (so a
 precision or scale change is a type change, refused earlier). Floating point ``-0.0`` is hashed as
@@ -15,13 +15,13 @@ State files live in the table's own folder, under ``_openmirror/keystate/<incarn
 snapshot) and *deltas*, one per later push holding only the keys it touched,
 each with one row per key: ``keys..., _om_rows, _om_h1, _om_h2[, _om_change]``; a small change
 feed's delta is instead a copy of its own data files, whose state rows are derived as it is read
-(``read_delta``, ``pipeline.feed_state``). ``_om_rows`` is
+(``read_delta``, ``pipeline.keystate.feed_state``). ``_om_rows`` is
 how many rows the key has (0 = deleted); ``_om_change`` marks what a snapshot diff published for
 the key. Writing a diff's few touched keys instead of the whole next state is what keeps a diff
 cheaper than a full load; once the deltas pass ``compaction_due``'s bounds, the next push
 (snapshot diff or change feed) writes the whole state as a new base instead. The base's files
-are hash buckets on the keys when ``PushState.buckets`` says so (``pipeline.buckets``); deltas,
-being small, need no layout. A snapshot diff is in ``pipeline.snapdiff``.
+are hash buckets on the keys when ``PushState.buckets`` says so (``pipeline.keystate.buckets``); deltas,
+being small, need no layout. A snapshot diff is in ``pipeline.keystate.snapdiff``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import ROW_MARKER, RowMarker, TableOptions
-from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline.stage import PART_NAME, read_staged
+from openmirror_nb._core.pipeline.keystate import buckets as buckets_mod
+from openmirror_nb._core.pipeline.push.stage import PART_NAME, read_staged
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -117,7 +117,7 @@ def delta_state(
     have no ``_metadata.row_index``; their reading order stands in (a staged text part is read as
     one split, being far smaller than ``spark.sql.files.maxPartitionBytes``). ``position``: a
     column of ``staged`` (not hashed) that already holds each row's place in publication order,
-    for a frame that is not read from the files (``pipeline.feed_state``).
+    for a frame that is not read from the files (``pipeline.keystate.feed_state``).
     """
     from pyspark.sql import functions as F
 
@@ -165,7 +165,7 @@ def read_effective(
     With ``small_deltas`` (the deltas' rows are known to fit a broadcast) the merged deltas are
     applied to the base by a broadcast anti-join, so the base is read without a shuffle;
     otherwise base and deltas are merged by one group-by on the key, into ``place`` buckets if
-    given (see ``pipeline.buckets``). ``latest`` is one more delta, not yet written, applied
+    given (see ``pipeline.keystate.buckets``). ``latest`` is one more delta, not yet written, applied
     after the others. ``schema``: see ``read_state``; ``feeds``: see ``read_delta``.
     """
     from pyspark.sql import functions as F
@@ -229,7 +229,7 @@ def read_delta(
     feeds: Mapping[str, StructType] | None,
 ) -> DataFrame:
     """A delta's state rows. A delta in ``feeds`` (URI -> its files' schema) holds a change
-    feed's own data files, as published (``pipeline.feed_state``): its state is each key's last
+    feed's own data files, as published (``pipeline.keystate.feed_state``): its state is each key's last
     change, in publication order (``delta_state``), grouped in one task (such a feed is small)."""
     feed = (feeds or {}).get(uri)
     if feed is None:

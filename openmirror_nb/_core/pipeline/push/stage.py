@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import ROW_MARKER, Compression, TableOptions
-from openmirror_nb._core.pipeline import observed, write_session
+from openmirror_nb._core.pipeline.push import observed, write_session
 from openmirror_nb._core.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ class StagedStats:
     rows_by_marker: dict[int | None, int]
     null_key_rows: int = 0
     empty_first: bool = False
-    fingerprint: int | None = None  # of the rows at their positions, when asked (pipeline.feed_state)
+    # a fingerprint of the rows at their positions, when asked (pipeline.keystate.feed_state)
+    fingerprint: int | None = None
 
 
 def _text_options(options: TableOptions) -> dict[str, Any]:

@@ -18,7 +18,7 @@ user's lakehouse, so nothing is registered there. Instead:
 
 A layout is claimed (``PushState.buckets``) only when no row was misplaced: a file holding
 another bucket's key would make the join miss that key. Deltas are small and reach the join
-another way (``pipeline.snapdiff``), so they are written as they come.
+another way (``pipeline.keystate.snapdiff``), so they are written as they come.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ConfigError
-from openmirror_nb._core.pipeline.arrow_input import arrow_to_spark
+from openmirror_nb._core.pipeline.inputs.arrow_input import arrow_to_spark
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -1,7 +1,7 @@
 """A snapshot's key state, and the diff of a later snapshot against the stored one (design §4).
 
-The stored state is a base (kept in hash buckets, see ``pipeline.buckets``, so it is read in
-place) and the deltas of the pushes since. The deltas are small (``keystate.compaction_due``
+The stored state is a base (kept in hash buckets, see ``pipeline.keystate.buckets``, so it is read in
+place) and the deltas of the pushes since. The deltas are small (``hashes.compaction_due``
 bounds them) but applying them to the base takes a union, and a union loses the base's
 partitioning, which would bring back the shuffle of the whole stored state. So the deltas'
 merged rows instead join the new snapshot's rows in the one shuffle that side needs anyway: the
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.model import RowMarker
-from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline import keystate
-from openmirror_nb._core.pipeline.keystate import CHANGE, H1, H2, ROWS
+from openmirror_nb._core.pipeline.keystate import buckets as buckets_mod
+from openmirror_nb._core.pipeline.keystate import hashes
+from openmirror_nb._core.pipeline.keystate.hashes import CHANGE, H1, H2, ROWS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -46,15 +46,15 @@ def stored(
 
     The base is read bucketed when it has ``buckets``. Deltas too large to carry on the new side
     are merged with the base instead (one group-by, into ``place`` buckets): (that merge, None).
-    ``schema``: the state's columns (``keystate.state_schema``), so that no Spark job reads a
+    ``schema``: the state's columns (``hashes.state_schema``), so that no Spark job reads a
     file footer to find them; else they are read from the files. ``single``: a small state, read
     into one partition (see ``snapshot_state``), bucketed or not. ``feeds``: the deltas that
-    hold a change feed's own files (``keystate.read_delta``).
+    hold a change feed's own files (``hashes.read_delta``).
     """
     from pyspark.sql import functions as F
 
     if deltas and not small_deltas:
-        merged = keystate.read_effective(
+        merged = hashes.read_effective(
             spark,
             base=base,
             deltas=deltas,
@@ -67,14 +67,14 @@ def stored(
         return merged, None
     old = None
     if base:
-        plain = keystate.read_state(spark, base, schema=schema).select(
+        plain = hashes.read_state(spark, base, schema=schema).select(
             *[quoted(c) for c in (*keys, ROWS, H1, H2)]
         )
         if buckets and not single:
             old = buckets_mod.read(spark, uris=[base], schema=plain.schema, keys=keys, buckets=buckets)
         old = (plain.coalesce(1) if single else plain if old is None else old).where(F.col(ROWS) > 0)
     merged = (
-        keystate.merge_deltas(spark, deltas, keys=keys, schema=schema, single=single, feeds=feeds)
+        hashes.merge_deltas(spark, deltas, keys=keys, schema=schema, single=single, feeds=feeds)
         if deltas
         else None
     )
@@ -105,7 +105,7 @@ def snapshot_state(
     from pyspark.sql import functions as F
 
     cols = [F.col(quoted(k)) for k in keys]
-    h1, h2 = keystate.row_hashes(df, keys=keys)
+    h1, h2 = hashes.row_hashes(df, keys=keys)
     hashed = df.select(*cols, h1.alias(H1), h2.alias(H2))
     window = Window.partitionBy(*cols)
     if touched is None:

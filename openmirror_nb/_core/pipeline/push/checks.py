@@ -19,9 +19,9 @@ from openmirror_nb._core.errors import (
 from openmirror_nb._core.landing_zone.metadata import TableMetadata
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import ROW_MARKER, TableOptions
-from openmirror_nb._core.pipeline.changes import INVALID_MARKER
-from openmirror_nb._core.pipeline.normalize import TEXT_TYPE
-from openmirror_nb._core.pipeline.stage import StagedStats
+from openmirror_nb._core.pipeline.feeds.changes import INVALID_MARKER
+from openmirror_nb._core.pipeline.push.normalize import TEXT_TYPE
+from openmirror_nb._core.pipeline.push.stage import StagedStats
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType

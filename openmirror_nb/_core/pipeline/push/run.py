@@ -31,12 +31,12 @@ from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.reseed_journal import LOADED, read_reseed
 from openmirror_nb._core.landing_zone.table_folder import TableFolder, new_incarnation
 from openmirror_nb._core.model import PushResult, RowMarker
-from openmirror_nb._core.pipeline import context, flows, push_checks
-from openmirror_nb._core.pipeline.changes import to_marker
-from openmirror_nb._core.pipeline.decision import StaleTable, decide, published_rows
-from openmirror_nb._core.pipeline.normalize import normalize
-from openmirror_nb._core.pipeline.push_progress import PushJobs, hold_interrupts, spark_stages
-from openmirror_nb._core.pipeline.request import PushRequest, compression_for, invalid_ops
+from openmirror_nb._core.pipeline.feeds.changes import to_marker
+from openmirror_nb._core.pipeline.push import checks_before, context, flows
+from openmirror_nb._core.pipeline.push.decision import StaleTable, decide, published_rows
+from openmirror_nb._core.pipeline.push.normalize import normalize
+from openmirror_nb._core.pipeline.push.progress import PushJobs, hold_interrupts, spark_stages
+from openmirror_nb._core.pipeline.push.request import PushRequest, compression_for, invalid_ops
 from openmirror_nb._core.progress import (
     Cancelled,
     Committing,
@@ -67,7 +67,7 @@ class _Push:
     say: Callable[..., ProgressEvent]
     progress: ProgressCallback | None
     jobs: PushJobs
-    checked: push_checks.Checked | None = None
+    checked: checks_before.Checked | None = None
 
     @property
     def name(self) -> str:
@@ -86,7 +86,7 @@ def run_push(
     lock_held: bool = False,
     reseed: bool = False,
     settled: Settled | None = None,
-    checked: push_checks.Checked | None = None,
+    checked: checks_before.Checked | None = None,
 ) -> PushResult:
     """Push one DataFrame to one table (see ``MirroredDatabase.push``), telling ``progress``.
 
@@ -94,7 +94,7 @@ def run_push(
     a stream's batch sink); ``reseed``: this push is a reseed's reload, which a reseed in progress
     lets through; ``settled``: with ``lock_held``, what the caller's own ``settle`` of the table
     found under that lock, so the table is not settled (listed, its state read) a second time;
-    ``checked``: what a routed batch's ``push_checks.check_frame`` found for ``df``, not checked
+    ``checked``: what a routed batch's ``checks_before.check_frame`` found for ``df``, not checked
     again unless the table has changed since.
     """
     started = time.monotonic()
@@ -136,7 +136,7 @@ def _locked(
     if lock_held:
         return _attempts(push, None, reseed=reseed, reseeding=False, settled=settled)
     held = home.lock_status()
-    incarnation = push_checks.incarnation(home)
+    incarnation = checks_before.incarnation(home)
     running = read_reseed(home)
     reseeding = running is not None and running.done < LOADED
     if held.held:
@@ -151,7 +151,7 @@ def _attempts(
     """Settle the table (unless the caller did, under this lock) and push; once more, settled
     again, if the table changed under the staging."""
     settled = settled or settle(push.home)
-    push_checks.check_incarnation(push.home, settled.state, incarnation, reseed=reseed, reseeding=reseeding)
+    checks_before.check_incarnation(push.home, settled.state, incarnation, reseed=reseed, reseeding=reseeding)
     removed = settled.removed
     try:
         return removed, _attempt(push, settled.state)
@@ -182,7 +182,7 @@ def _attempt(push: _Push, state: PushState | None) -> PushResult:
         with spark_stages(push.jobs, say=push.say, progress=push.progress) as steps:
             staged = _stage(dataclasses.replace(ctx, on_step=steps.on_step), push.df, shaped, request, state)
         crash_point("after_staging")
-        if staged.nothing and not push_checks.moves_source(request, state):
+        if staged.nothing and not checks_before.moves_source(request, state):
             return _unchanged(push)
         if staged.nothing:  # only a sync's new source version to commit: no key state with it
             home.storage.delete(ctx.state_dir)
@@ -228,9 +228,9 @@ def _prepare(
     now), shape its frame, and say where it stages."""
     home, request, checked = push.home, push.request, push.checked
     if checked is None or not checked.holds(meta, state):
-        checked = push_checks.check_frame(push.df, request, meta, state)
-    push_checks.check_source(request, state)
-    push_checks.check_stream(request, state)
+        checked = checks_before.check_frame(push.df, request, meta, state)
+    checks_before.check_source(request, state)
+    checks_before.check_stream(request, state)
     push_id = f"{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
     # A table pushed by an older version has no incarnation yet: this push gives it one.
     incarnation = state.incarnation if state and state.incarnation else new_incarnation()

@@ -1,7 +1,7 @@
 """The ways a push stages its files: initial load, snapshot diff, change feed, insert-only append.
 
 Each flow writes the files to publish and the table's next key state, then checks them; none
-publishes anything (see ``pipeline.context`` for what they share).
+publishes anything (see ``pipeline.push.context`` for what they share).
 """
 
 from __future__ import annotations
@@ -14,19 +14,11 @@ from openmirror_nb._core.errors import ChangeFeedError, preview
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
-from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline import (
-    checks,
-    context,
-    feed_state,
-    keystate,
-    observed,
-    snapdiff,
-    stage,
-    stored_keystate,
-)
-from openmirror_nb._core.pipeline.changes import INVALID_MARKER
-from openmirror_nb._core.pipeline.context import StageContext, Staged
+from openmirror_nb._core.pipeline.feeds.changes import INVALID_MARKER
+from openmirror_nb._core.pipeline.keystate import buckets as buckets_mod
+from openmirror_nb._core.pipeline.keystate import feed_state, hashes, snapdiff, stored
+from openmirror_nb._core.pipeline.push import checks, context, observed, stage
+from openmirror_nb._core.pipeline.push.context import StageContext, Staged
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Observation
@@ -59,25 +51,25 @@ def stage_diff(ctx: StageContext, shaped: DataFrame, *, prior: PushState, update
     """A later snapshot: one join of key states finds what changed; only those rows are written.
 
     The key state written is a delta of the touched keys, or the whole next state when the
-    deltas have grown past ``keystate.compaction_due``. Rows with duplicate keys are always
+    deltas have grown past ``hashes.compaction_due``. Rows with duplicate keys are always
     written, so that the error can name them. With nothing changed (and nothing to compact)
     nothing is written but the empty delta, which the push then drops (``Staged.nothing``).
     """
     from pyspark.sql import functions as F
 
-    compact = keystate.compaction_due(prior)
+    compact = hashes.compaction_due(prior)
     # Both sides in the stored state's buckets: the stored side is then read without a shuffle,
     # and the join's output (the next state) is in the same buckets.
     n = context.bucket_target(ctx, prior, rows=0)
     single = context.one_task(prior, buckets=n)
-    old, touched = stored_keystate.for_diff(ctx, prior, place=n, schema=shaped.schema, single=single)
+    old, touched = stored.for_diff(ctx, prior, place=n, schema=shaped.schema, single=single)
     new = snapdiff.snapshot_state(shaped, keys=ctx.keys, buckets=n, touched=touched, single=single)
     diff = snapdiff.diff_states(new, old, keys=ctx.keys, update_marker=update_marker)
-    changed = F.col(keystate.CHANGE).isNotNull()
+    changed = F.col(hashes.CHANGE).isNotNull()
     if compact:
         seen = context.write_state(ctx, diff, buckets=n)
     else:
-        seen = context.write_state(ctx, diff, keep=changed | (F.col(keystate.ROWS) > 1))
+        seen = context.write_state(ctx, diff, keep=changed | (F.col(hashes.ROWS) > 1))
     context.check_state(ctx, seen)
     total = sum(seen[f"change_{int(m)}"] for m in RowMarker)
     state_rows = seen["rows"] if compact else None
@@ -117,13 +109,13 @@ def _changed_rows(ctx: StageContext, shaped: DataFrame, *, total: int, single: b
     from pyspark.sql import functions as F
 
     fields = shaped.schema.fields
-    schema = keystate.state_schema(shaped.schema, ctx.keys, change=True)
-    change, keys = keystate.CHANGE, [quoted(k) for k in ctx.keys]
+    schema = hashes.state_schema(shaped.schema, ctx.keys, change=True)
+    change, keys = hashes.CHANGE, [quoted(k) for k in ctx.keys]
     changes = ctx.spark.read.schema(schema).parquet(ctx.uri(ctx.state_dir)).where(f"{change} IS NOT NULL")
     touched = changes.where(f"{change} != {int(RowMarker.DELETE)}").selectExpr(*keys, change)
     if single:  # both sides in one partition: a hash join there needs no exchange
         shaped, touched = shaped.coalesce(1), touched.coalesce(1).hint("shuffle_hash")
-    elif total <= keystate.BROADCAST_ROWS:
+    elif total <= hashes.BROADCAST_ROWS:
         # the source is read a second time: a broadcast of the few changed keys keeps it map-only
         touched = F.broadcast(touched)
     upserts = shaped.join(touched, list(ctx.keys))
@@ -153,13 +145,13 @@ def stage_changes(
 
     ``invalid_values`` is called only when operation values outside the convention were found,
     to name a few of them in the error. The key state written is this push's delta (a small
-    feed's: a copy of its files, see ``pipeline.feed_state``) or, once the deltas have grown past
-    ``keystate.compaction_due``, the whole state as a new base, so a table fed only by change
+    feed's: a copy of its files, see ``pipeline.keystate.feed_state``) or, once the deltas have grown past
+    ``hashes.compaction_due``, the whole state as a new base, so a table fed only by change
     pushes does not pile up deltas. An empty feed to a table that has a state writes no key state
     at all (``Staged.nothing``).
     """
-    compacting = prior is not None and keystate.compaction_due(prior)
-    # A small feed's files are its delta, or its delta is written beside them (pipeline.feed_state):
+    compacting = prior is not None and hashes.compaction_due(prior)
+    # A small feed's files are its delta, or its delta is written beside them (pipeline.keystate.feed_state):
     # one job, or two at once, instead of two in turn.
     if not compacting and feed_state.files_hold_state(ctx, rows, unique_keys=unique_keys):
         return _files_as_state(ctx, rows, invalid_values=invalid_values, prior=prior)
@@ -179,7 +171,7 @@ def stage_changes(
         delta, repeated = _delta_from_files(ctx, rows, stats, unique_keys=unique_keys)
         if compacting and prior is not None:
             n = context.bucket_target(ctx, prior, rows=stats.rows)
-            merged = stored_keystate.current(ctx, prior, latest=delta, place=n, schema=rows.schema) or delta
+            merged = stored.current(ctx, prior, latest=delta, place=n, schema=rows.schema) or delta
             seen = context.write_state(ctx, merged, buckets=n, announce=False)
             written = seen["rows"]
         else:
@@ -248,10 +240,10 @@ def _delta_from_files(
     staged = stage.read_staged(ctx.spark, uri=uri, schema=rows.schema, options=ctx.options)
     if stats.rows <= buckets_mod.ROWS_PER_BUCKET:  # grouped by key in one task: no shuffle
         staged = staged.coalesce(1)
-    delta = keystate.delta_state(
+    delta = hashes.delta_state(
         staged, keys=ctx.keys, has_row_index=not ctx.options.is_delimited, count=unique_keys
     )
-    return keystate.count_repeated(delta) if unique_keys else (delta, None)
+    return hashes.count_repeated(delta) if unique_keys else (delta, None)
 
 
 def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: PushState | None) -> None:
@@ -259,17 +251,17 @@ def check_strict_deletes(ctx: StageContext, deletes: DataFrame, *, prior: PushSt
     batch is refused. Compared through the key state's row hashes."""
     from pyspark.sql import functions as F
 
-    old = stored_keystate.current(ctx, prior, schema=deletes.schema) if prior else None
-    h1, h2 = keystate.row_hashes(deletes, keys=ctx.keys)
+    old = stored.current(ctx, prior, schema=deletes.schema) if prior else None
+    h1, h2 = hashes.row_hashes(deletes, keys=ctx.keys)
     asked = deletes.select(*[F.col(quoted(k)) for k in ctx.keys], h1.alias("_d1"), h2.alias("_d2"))
     if old is None:
         bad = asked.limit(6).collect()
     else:
         joined = asked.join(old, list(ctx.keys), "left")
         mismatch = (
-            F.col(keystate.H1).isNull()
-            | (F.col("_d1") != F.col(keystate.H1))
-            | (F.col("_d2") != F.col(keystate.H2))
+            F.col(hashes.H1).isNull()
+            | (F.col("_d1") != F.col(hashes.H1))
+            | (F.col("_d2") != F.col(hashes.H2))
         )
         bad = joined.where(mismatch).limit(6).collect()
     if bad:

@@ -13,8 +13,8 @@ from openmirror_nb._core.landing_zone.names import METADATA_FILE, parse_sequence
 from openmirror_nb._core.landing_zone.push_state import PushState, next_state
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import ROW_MARKER, PartnerInfo, PushMode, RowMarker
-from openmirror_nb._core.pipeline import checks, context, stage
-from openmirror_nb._core.pipeline.request import PushRequest
+from openmirror_nb._core.pipeline.push import checks, context, stage
+from openmirror_nb._core.pipeline.push.request import PushRequest
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -25,7 +25,7 @@ _MARKER_LABELS: dict[int, str] = {int(m): m.name.lower() for m in RowMarker}
 class StaleTable(Exception):
     """The table folder was deleted (by hand) while the push staged, taking its files along.
 
-    Internal: ``pipeline.push`` settles and stages once more, and a second one in a row becomes
+    Internal: ``pipeline.push.run`` settles and stages once more, and a second one in a row becomes
     a ``LandingZoneError``. It once escaped for every name that ``Path.as_uri()``
     percent-encodes: Spark staged into ``my%20table``, so the staged folder was never where the
     push looked for it."""

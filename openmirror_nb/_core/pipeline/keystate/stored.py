@@ -2,9 +2,9 @@
 
 A push's flows (a snapshot diff, a change feed's new base, a strict delete's check), a plan's
 overlap window and reconciliation's count all start from the table's ``PushState``, which names
-the state's folders: its base and the deltas of the pushes since (``pipeline.keystate``). Here
+the state's folders: its base and the deltas of the pushes since (``pipeline.keystate.hashes``). Here
 those folders become Spark URIs (downloaded first where Spark cannot read the store), and are
-read as the table's live keys (``current``, by ``keystate.read_effective``) or as a snapshot
+read as the table's live keys (``current``, by ``hashes.read_effective``) or as a snapshot
 diff takes them (``for_diff``, by ``snapdiff.stored``).
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
-from openmirror_nb._core.pipeline import keystate, snapdiff
+from openmirror_nb._core.pipeline.keystate import hashes, snapdiff
 from openmirror_nb._core.storage.base import Storage
 from openmirror_nb._core.storage.local import fetch_folder
 
@@ -66,14 +66,14 @@ def current(
 ) -> DataFrame | None:
     """The table's live keys with their row hashes: the base with every delta applied, and
     ``latest`` (one more delta, not written yet) after them, merged into ``place`` buckets if
-    given (``keystate.read_effective``); ``None`` when there is no key state.
+    given (``hashes.read_effective``); ``None`` when there is no key state.
 
     ``schema``: a frame's that has the key columns (the pushed one), so that no Spark job reads
     a file footer to find the state's columns.
     """
     deltas, feeds = deltas_of(state, lambda folder: _uri(site, folder))
-    small = latest is None and state.delta_rows is not None and state.delta_rows <= keystate.BROADCAST_ROWS
-    return keystate.read_effective(
+    small = latest is None and state.delta_rows is not None and state.delta_rows <= hashes.BROADCAST_ROWS
+    return hashes.read_effective(
         site.spark,
         base=_uri(site, state.base) if state.base else None,
         deltas=deltas,
@@ -81,7 +81,7 @@ def current(
         small_deltas=small,
         latest=latest,
         place=place,
-        schema=None if schema is None else keystate.state_schema(schema, site.keys),
+        schema=None if schema is None else hashes.state_schema(schema, site.keys),
         feeds=feeds,
     )
 
@@ -98,10 +98,10 @@ def for_diff(
         deltas=deltas,
         feeds=feeds,
         keys=site.keys,
-        small_deltas=state.delta_rows is not None and state.delta_rows <= keystate.BROADCAST_ROWS,
+        small_deltas=state.delta_rows is not None and state.delta_rows <= hashes.BROADCAST_ROWS,
         buckets=state.buckets,
         place=place,
-        schema=keystate.state_schema(schema, site.keys),
+        schema=hashes.state_schema(schema, site.keys),
         single=single,
     )
 
@@ -126,7 +126,7 @@ def count_state_rows(storage: Storage, table: str) -> int | None:
         live = current(Reader(get_spark(), storage, tuple(state.key_columns), local_dir), state)
         if live is None:
             return 0
-        total = live.agg(F.sum(F.col(keystate.ROWS))).first()
+        total = live.agg(F.sum(F.col(hashes.ROWS))).first()
         return int(total[0] or 0) if total is not None else 0
     finally:
         if local_dir is not None:
@@ -135,7 +135,7 @@ def count_state_rows(storage: Storage, table: str) -> int | None:
 
 def deltas_of(state: PushState, fetch: Callable[[str], str]) -> tuple[list[str], dict[str, StructType]]:
     """``state``'s delta folders as Spark URIs (``fetch`` makes one of a folder) and, for
-    ``keystate.read_delta``, the schemas of those that hold a change feed's own files."""
+    ``hashes.read_delta``, the schemas of those that hold a change feed's own files."""
     from pyspark.sql.types import StructType
 
     schemas = dict(state.feed_deltas)

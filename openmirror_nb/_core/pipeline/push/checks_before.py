@@ -20,8 +20,8 @@ from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.reseed_journal import LOADED, read_reseed
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import TableOptions
-from openmirror_nb._core.pipeline import checks
-from openmirror_nb._core.pipeline.request import PushRequest, shape
+from openmirror_nb._core.pipeline.push import checks
+from openmirror_nb._core.pipeline.push.request import PushRequest, shape
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

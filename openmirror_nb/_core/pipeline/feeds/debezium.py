@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ChangeFeedError, KeyColumnsError, did_you_mean, preview
 from openmirror_nb._core.identifiers import quoted
-from openmirror_nb._core.pipeline.debezium_fields import (
+from openmirror_nb._core.pipeline.feeds.debezium_fields import (
     ENVELOPE_ORDER,
     FLAT_ORDER,
     field,

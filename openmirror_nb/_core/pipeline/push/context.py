@@ -1,7 +1,7 @@
 """What every push flow shares: where it stages (``StageContext``) and the folders that makes
 (removed again unless it publishes), what it hands to publish (``Staged``), and the writes and
 checks of data parts and key state. Reading the table's stored key state is
-``pipeline.stored_keystate``'s (a ``StageContext`` is the ``Site`` it reads from).
+``pipeline.keystate.stored``'s (a ``StageContext`` is the ``Site`` it reads from).
 
 Where Spark cannot write to the store (OneLake outside Fabric) it works in a local folder, and
 the files to publish are uploaded into the store's staging folder.
@@ -20,8 +20,9 @@ from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.push_state import PushState
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import Compression, RowMarker, TableOptions
-from openmirror_nb._core.pipeline import buckets as buckets_mod
-from openmirror_nb._core.pipeline import checks, keystate, observed, stage
+from openmirror_nb._core.pipeline.keystate import buckets as buckets_mod
+from openmirror_nb._core.pipeline.keystate import hashes
+from openmirror_nb._core.pipeline.push import checks, observed, stage
 from openmirror_nb._core.storage.base import Storage
 from openmirror_nb._core.storage.local import file_uri
 
@@ -74,8 +75,8 @@ class Staged:
 
     ``new_base`` says whether the key state written is a whole new base (initial load, or a diff
     that compacted) or a delta on top of the current state; ``state_rows`` is how many rows it has;
-    ``buckets`` is its bucket layout, if it has one (see ``pipeline.buckets``); ``feed_schema``,
-    the schema JSON of the data files when the key state is a copy of them (``pipeline.feed_state``).
+    ``buckets`` is its bucket layout, if it has one (see ``pipeline.keystate.buckets``); ``feed_schema``,
+    the schema JSON of the data files when the key state is a copy of them (``pipeline.keystate.feed_state``).
     """
 
     folder: str | None
@@ -122,7 +123,7 @@ def write_state(
     ``buckets``: ``state`` is expected in that bucket layout. Rows outside their bucket are
     counted as they are written; with none, the files are named as buckets and ``seen["buckets"]``
     is the count (else 0). ``announce``: tell the push's progress that this step begins (not
-    from a thread that writes beside another step: ``pipeline.feed_state``).
+    from a thread that writes beside another step: ``pipeline.keystate.feed_state``).
     """
     if announce:
         ctx.step("writing the key state")
@@ -133,10 +134,10 @@ def write_state(
     metrics = [
         F.expr("count(1) AS rows"),
         rows_where(stage.any_null(ctx.keys), "null_keys"),
-        rows_where(f"{keystate.ROWS} > 1", "duplicate_rows"),
+        rows_where(f"{hashes.ROWS} > 1", "duplicate_rows"),
     ]
-    if keystate.CHANGE in state.columns:
-        metrics += [rows_where(f"{keystate.CHANGE} = {int(m)}", f"change_{int(m)}") for m in RowMarker]
+    if hashes.CHANGE in state.columns:
+        metrics += [rows_where(f"{hashes.CHANGE} = {int(m)}", f"change_{int(m)}") for m in RowMarker]
     if buckets:
         state = buckets_mod.tag(state)
         metrics.append(buckets_mod.misplaced(ctx.keys, buckets))
@@ -163,7 +164,7 @@ def check_state(ctx: StageContext, seen: dict[str, int]) -> None:
     if seen["duplicate_rows"]:
         state = ctx.spark.read.parquet(ctx.uri(ctx.state_dir))
         keys = [F.col(quoted(k)) for k in ctx.keys]
-        dupes = state.where(F.col(keystate.ROWS) > 1).select(*keys).distinct().limit(6).collect()
+        dupes = state.where(F.col(hashes.ROWS) > 1).select(*keys).distinct().limit(6).collect()
         raise checks.duplicate_error([tuple(r) for r in dupes], keys=ctx.keys, table=ctx.table)
 
 

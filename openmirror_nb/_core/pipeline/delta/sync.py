@@ -28,8 +28,8 @@ from openmirror_nb._core.model import SyncResult
 from openmirror_nb._core.pipeline.delta.gone import feed_gone
 from openmirror_nb._core.pipeline.delta.schema_check import check_source_schema, source_columns
 from openmirror_nb._core.pipeline.delta.source import DeltaSource
-from openmirror_nb._core.pipeline.push import run_push
-from openmirror_nb._core.pipeline.request import PushRequest
+from openmirror_nb._core.pipeline.push.request import PushRequest
+from openmirror_nb._core.pipeline.push.run import run_push
 from openmirror_nb._core.storage.base import Storage
 
 if TYPE_CHECKING:

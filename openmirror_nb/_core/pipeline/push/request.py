@@ -19,9 +19,9 @@ from openmirror_nb._core.model import (
     TableOptions,
     TableRef,
 )
-from openmirror_nb._core.pipeline import debezium
-from openmirror_nb._core.pipeline.changes import INVALID_MARKER, to_change_rows, to_marker
-from openmirror_nb._core.pipeline.normalize import check_columns, check_keys, normalize
+from openmirror_nb._core.pipeline.feeds import debezium
+from openmirror_nb._core.pipeline.feeds.changes import INVALID_MARKER, to_change_rows, to_marker
+from openmirror_nb._core.pipeline.push.normalize import check_columns, check_keys, normalize
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -33,7 +33,7 @@ _COMPRESSIONS = ("none", "snappy", "gzip", "zstd")
 class PushRequest:
     """Everything ``db.push`` was asked to do, checked for form here and only here.
 
-    Checks that need the table (its keys, format and state) run in ``pipeline.checks``; the change
+    Checks that need the table (its keys, format and state) run in ``pipeline.push.checks``; the change
     feed's options are checked as ``FeedOptions`` (``feed``; a snapshot reads its update_marker).
     """
 

@@ -1,0 +1,1 @@
+"""Change-feed conventions (an operation column, Debezium events) turned into change rows."""

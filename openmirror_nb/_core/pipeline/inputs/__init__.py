@@ -1,0 +1,1 @@
+"""What ``db.push`` takes besides a Spark DataFrame (pandas, Arrow), made a Spark DataFrame."""
