@@ -440,7 +440,8 @@ class Scratch:
 
     def write(self, df: Any, **opts: Any) -> None:
         """A Parquet write with the library's own write settings."""
-        from openmirror_nb._core.pipeline.push.stage import _WRITE_CONF, session_conf
+        from openmirror_nb._core.pipeline.push.stage import _WRITE_CONF
+        from openmirror_nb._core.pipeline.push.write_session import session_conf
 
         with session_conf(self.spark, _WRITE_CONF):
             df.write.options(**opts).parquet(self.fresh())

@@ -25,7 +25,8 @@ import _common as c
 
 from openmirror_nb._core.pipeline.keystate import hashes as keystate
 from openmirror_nb._core.pipeline.keystate import snapdiff
-from openmirror_nb._core.pipeline.push.stage import _WRITE_CONF, session_conf
+from openmirror_nb._core.pipeline.push.stage import _WRITE_CONF
+from openmirror_nb._core.pipeline.push.write_session import session_conf
 from openmirror_nb._core.runtime import get_spark
 
 KEYS = ("id",)

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import DataFrame
 
 from openmirror_nb._core.errors import ConfigError, KeyColumnsError
-from openmirror_nb._core.keys import KeyProfile, profile_keys, suggest_keys
+from openmirror_nb._core.keys import KeyProfile, key_suggestions, profile_keys, suggest_keys
 from openmirror_nb._core.widgets.sources import list_sources, source_preview
 
 pytestmark = pytest.mark.spark
@@ -121,6 +121,8 @@ def test_suggest_finds_a_pair_when_no_column_is_unique(spark, collected):
     )
     assert suggest_keys(df) == [("order_id", "line")]
     assert collected == [1, 1]  # singles in one aggregation, the pairs in a second
+    # the evidence a plan's note gives: every row profiled, as many distinct pairs
+    assert key_suggestions(df) == [KeyProfile(("order_id", "line"), rows=60, distinct=60, null_keys=0)]
 
 
 def test_suggest_never_offers_floats_or_columns_with_nulls(spark):

@@ -106,14 +106,17 @@ def test_the_plan_syncs_a_change_feed_and_suggests_keys_from_the_rows(tables, db
             True,
             (),
         ),  # read past its deletion vectors
-        "events": ("lake.events", ("event_id",), "suggested", "snapshot", True, ()),
+        "events": ("lake.events", (), None, "append", False, ()),  # an identity column, no key
         "orders": ("lake.orders", ("order_id",), "suggested", "delta_sync", True, ()),
         "sales/items": ("lake.items", ("sku",), "suggested", "snapshot", True, ()),
     }
-    events = replace_table(plan, "events", strategy="append", keys=(), key_origin=None, watermark="event_id",
-                           detect_deletes=False)  # fmt: skip
-    again = db.plan_sources(om.DeltaFolder(tables), target_schema="lake", like=events, suggest=False)
-    assert again.table("events").problems == ()  # an identity column is a strictly increasing watermark
+    events = plan.table("events")  # an identity column is a strictly increasing watermark
+    assert events.watermark == "event_id" and "insert-only" in events.notes[0]
+    assert "all 3 rows profiled (3 distinct values)" in plan.table("sales/items").notes[0]  # a guess, said so
+    snapshot = replace_table(plan, "events", strategy="snapshot", keys=("event_id",), key_origin="declared",
+                             watermark=None, detect_deletes=True)  # fmt: skip
+    again = db.plan_sources(om.DeltaFolder(tables), target_schema="lake", like=snapshot, suggest=False)
+    assert again.table("events").strategy == "snapshot" and again.table("events").notes == ()  # as edited
 
 
 def replace_table(plan, source, **changes):

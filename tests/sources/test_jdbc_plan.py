@@ -1,6 +1,8 @@
 """A plan of a real PostgreSQL schema: targets by the naming rule, keys in precedence (declared >
 primary key > unique > suggested), strategies and what they need, and every problem in words with
-its fix, the other tables planned all the same."""
+its fix, the other tables planned all the same; a key only today's rows vouch for (pgbench's log
+table) noted with its evidence and risk, and a keyless table the database numbers planned
+insert-only by that column."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 import openmirror_nb as om
 from tests.sources.conftest import PUBLIC_TABLES
+from tests.sources.postgres import DATABASE, PASSWORD, SUPERUSER
 
 pytestmark = pytest.mark.spark
 
@@ -22,7 +25,10 @@ def test_every_table_is_planned_to_its_target(erp_plan):
     assert targets["Order Notes"] == "shop.OrderNotes"  # a space is no name: mapped by the rule
     assert all(om.check_table_name(t) == t for t in targets.values())
     assert erp_plan.target_schema == "shop" and erp_plan.problems == []
-    assert all(t.enabled and t.strategy == "snapshot" and t.detect_deletes for t in erp_plan.tables)
+    keyed = [t for t in erp_plan.tables if t.source != "events"]
+    assert all(t.enabled and t.strategy == "snapshot" and t.detect_deletes for t in keyed)
+    events = erp_plan.table("events")  # keyless, numbered by an identity column: insert-only by it
+    assert (events.strategy, events.watermark, events.detect_deletes) == ("append", "event_id", False)
     assert erp_plan.table("orders").rows == 3 and erp_plan.table("shop.orders").source == "orders"
 
 
@@ -31,7 +37,7 @@ def test_keys_come_from_the_primary_key_then_a_unique_constraint_then_the_rows(e
     assert keys["customers"] == (("customer_id",), "primary_key")  # not its unique e-mail
     assert keys["order_lines"] == (("order_id", "line_no"), "primary_key")
     assert keys["warehouses"] == (("code",), "unique")
-    assert keys["events"] == (("event_id",), "suggested")
+    assert keys["events"] == ((), None)  # append by its identity column comes before any suggestion
     assert keys["page_views"] == ((), None) and keys["returns"] == ((), None)
 
 
@@ -155,7 +161,7 @@ def test_the_plan_shows_as_text_html_and_pandas(erp_plan):
     frame = erp_plan.to_pandas()
     assert list(frame.columns) == [
         "source", "table", "keys", "key_origin", "strategy", "watermark", "detect_deletes", "enabled", "rows",
-        "problems", "feed",
+        "problems", "feed", "notes",
     ]  # fmt: skip
     row = frame.set_index("source").loc["order_lines"]
     assert row["keys"] == ["order_id", "line_no"] and row["problems"] == [] and row["rows"] == 4
@@ -166,3 +172,83 @@ def test_a_target_schema_that_breaks_the_naming_rule_is_refused(erp, db):
         db.plan_sources(erp, target_schema="my shop")
     with pytest.raises(om.ConfigError, match="plan_sources takes a source"):
         db.plan_sources("jdbc:postgresql://db/erp")
+
+
+# pgbench's tables (pgbench -i, then runs that log into pgbench_history), and a log numbered by a
+# bigserial: the keys a plan gives tables whose rows only happen to be unique today.
+BENCH = """
+CREATE TABLE pgbench_branches (bid serial PRIMARY KEY, bbalance integer NOT NULL, filler char(88));
+CREATE TABLE pgbench_accounts (aid integer PRIMARY KEY, bid integer, abalance integer, filler char(84));
+CREATE TABLE pgbench_history (
+    tid integer, bid integer, aid integer, delta integer, mtime timestamp, filler char(22)
+);
+CREATE TABLE audit_log (id bigserial, logged_at timestamptz NOT NULL DEFAULT now(), what text NOT NULL);
+INSERT INTO pgbench_branches (bbalance) VALUES (0), (0);
+INSERT INTO pgbench_accounts SELECT n, 1, 0 FROM generate_series(1, 40) AS n;
+INSERT INTO pgbench_history (tid, bid, aid, delta, mtime)
+    SELECT n % 10 + 1, 1, n % 37 + 1, n % 5 - 2, timestamp '2026-11-26 20:00:00' + n * interval '1 ms'
+    FROM generate_series(1, 120) AS n;
+INSERT INTO audit_log (what) VALUES ('login'), ('logout'), ('login');
+ANALYZE;
+"""
+
+
+@pytest.fixture(scope="module")
+def bench_plan(postgres, spark, planned_db):
+    """The plan of a database holding pgbench's tables and a bigserial-numbered log."""
+    postgres.sql("CREATE DATABASE bench;", database="postgres")
+    postgres.sql(BENCH, database="bench")
+    url = postgres.url.replace(f"/{DATABASE}", "/bench")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("BENCH_PASSWORD", PASSWORD)
+        source = om.Jdbc(url, user=SUPERUSER, password_env="BENCH_PASSWORD", schema="public")
+        yield planned_db.plan_sources(source, target_schema="bench")
+
+
+def test_a_log_table_s_key_only_today_s_rows_allow_is_planned_with_its_evidence_and_risk(bench_plan):
+    history = bench_plan.table("pgbench_history")
+    assert (history.keys, history.key_origin, history.strategy, history.problems) == (
+        ("mtime",),
+        "suggested",
+        "snapshot",
+        (),
+    )
+    assert len(history.notes) == 1
+    note = history.notes[0]
+    assert "keys [mtime] suggested from today's rows only" in note
+    assert "all 120 rows profiled (120 distinct values)" in note  # counted, not the table's estimate
+    assert "no primary key or unique constraint in the source keeps them so" in note
+    assert "a timestamp repeats whenever two rows are written in the same instant" in note
+    assert "key_origin: declared" in note and "identity column" in note and "strategy: append" in note
+    text = repr(bench_plan)
+    assert text.splitlines()[0].endswith(
+        "4 tables, 0 with problems, 1 with suggested keys to accept: only today's rows make them unique "
+        "and keys never change once pushed (declare a key, or mirror insert-only with append; see its note)"
+    )
+    assert f"      note: {note}" in text
+
+
+def test_a_keyless_table_numbered_by_a_bigserial_is_planned_append_by_it(bench_plan):
+    log = bench_plan.table("audit_log")
+    assert (log.strategy, log.watermark, log.keys, log.key_origin, log.detect_deletes, log.problems) == (
+        "append",
+        "id",
+        (),
+        None,
+        False,
+        (),
+    )
+    assert len(log.notes) == 1 and "rows past the highest id mirrored" in log.notes[0]
+    assert "updated or deleted in the source is never mirrored" in log.notes[0]
+
+
+def test_tables_with_a_primary_key_keep_it_without_a_note(bench_plan):
+    for name, key in (("pgbench_accounts", "aid"), ("pgbench_branches", "bid")):  # bid: a serial
+        planned = bench_plan.table(name)
+        assert (planned.keys, planned.key_origin, planned.strategy, planned.watermark) == (
+            (key,),
+            "primary_key",
+            "snapshot",
+            None,
+        )
+        assert planned.notes == () and planned.problems == ()

@@ -65,6 +65,23 @@ def test_the_file_reads_as_a_person_edits_it(tmp_path):
     )
 
 
+def test_notes_load_back_and_a_plan_without_them_writes_none(tmp_path):
+    """A plan written before notes existed (none in it) loads as it did; notes round-trip."""
+    _plan().save(tmp_path / "plain.yaml")
+    assert "\n  notes:" not in (tmp_path / "plain.yaml").read_text(encoding="utf-8")
+    noted = om.PlannedTable("history", "shop.history", ("mtime",), "suggested", "snapshot", None, True, True,
+                            11_970, (), notes=("keys [mtime] suggested from today's rows only: # see",))  # fmt: skip
+    plan = _plan(tables=[*TABLES, noted])
+    plan.save(tmp_path / "noted.yaml")
+    text = (tmp_path / "noted.yaml").read_text(encoding="utf-8")
+    assert "  problems: []\n  notes:\n  - 'keys [mtime] suggested from today''s rows only: # see'\n" in text
+    loaded = om.load_plan(tmp_path / "noted.yaml")
+    assert loaded.table("history").notes == noted.notes and loaded.tables == plan.tables
+    (tmp_path / "noted.yaml").write_text(text.replace("  notes:\n  - '", "  notes: '"), encoding="utf-8")
+    with pytest.raises(om.ConfigError, match="table 'history': notes is str, not a list"):
+        om.load_plan(tmp_path / "noted.yaml")
+
+
 def _edit(data, path, value):
     """``data`` with the entry at ``path`` (keys and list indexes) set, or removed for ``...``."""
     *parents, last = path

@@ -66,7 +66,7 @@ def test_the_erp_schema_round_trips_through_inserts_updates_and_deletes(erp_run,
     first = db.run_plan(plan, parallel=2)
     ran = [t for t in first.tables if t.status == "ok"]
     assert {t.source for t in ran} == {
-        "customers", "order_lines", "orders", "products", "sessions", "stock_levels", "warehouses",
+        "customers", "events", "order_lines", "orders", "products", "sessions", "stock_levels", "warehouses",
     }  # fmt: skip
     skipped = {t.source: t.reason for t in first.tables if t.status == "skipped"}
     assert "no key" in skipped["page_views"] and "problem" in skipped["legacy_import"]
@@ -91,7 +91,7 @@ def test_the_erp_schema_round_trips_through_inserts_updates_and_deletes(erp_run,
     status = {t.source: t.status for t in second.tables if t.status != "skipped"}
     assert status == {
         "customers": "ok", "order_lines": "ok", "orders": "ok", "products": "ok",
-        "sessions": "unchanged", "stock_levels": "unchanged", "warehouses": "unchanged",
+        "events": "unchanged", "sessions": "unchanged", "stock_levels": "unchanged", "warehouses": "unchanged",
     }  # fmt: skip
     assert second.table("orders").rows == {"delete": 1, "upsert": 2}  # 1004 and 1002; 1003 swept
     for t in ran:
@@ -170,14 +170,9 @@ def test_append_publishes_marker_free_inserts_past_an_identity_watermark(erp_run
     import pyarrow.parquet as pq
 
     plan = db.plan_sources(erp_run, target_schema="erp", suggest=False)
-    events = dataclasses.replace(
-        plan.table("events"), strategy="append", watermark="event_id", detect_deletes=False
-    )
-    edited = db.plan_sources(
-        erp_run, target_schema="erp", suggest=False, like=dataclasses.replace(plan, tables=[events])
-    )
-    assert edited.table("events").problems == ()
-    only = dataclasses.replace(edited, tables=[edited.table("events")])
+    events = plan.table("events")  # keyless, numbered by an identity column: planned append by it
+    assert (events.strategy, events.watermark, events.keys, events.problems) == ("append", "event_id", (), ())
+    only = dataclasses.replace(plan, tables=[events])
     first = db.run_plan(only)
     assert first.table("events").rows == {"initial": 3}, repr(first)
     postgres.sql(

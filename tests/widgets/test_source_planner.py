@@ -64,6 +64,11 @@ def test_the_grid_shows_the_plan_and_suggested_keys_wait_for_an_accept(panel, db
     assert rows["notes"].keys.value == "" and "declare" in rows["notes"].problems.value  # its problem
     assert rows["notes"].accept.layout.display == "none"
     assert "2 with suggested keys to accept" in panel.status_line.value
+    # under a suggested key, its evidence and risk; none under the keyless table (its problem says)
+    assert "keys [id] suggested from today" in rows["orders"].notes.value
+    assert "all 3 rows profiled (3 distinct values)" in rows["orders"].notes.value
+    assert rows["orders"].notes in rows["orders"].box.children
+    assert rows["notes"].notes not in rows["notes"].box.children
 
     before = tree_hash(db.target.landing_zone)
     run = panel.run()
@@ -87,6 +92,7 @@ def test_accepted_keys_and_edits_change_what_runs(panel, db):
     assert "Edited" in panel.status_line.value
     planned = {t.source: t for t in panel.plan.tables}
     assert planned["orders"].key_origin == "declared" and planned["items"].table == "shop.things"
+    assert planned["orders"].notes == ()  # accepted: the note about a guess goes with the guess
     assert not planned["notes"].enabled
 
     run = panel.run()

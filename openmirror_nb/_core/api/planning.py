@@ -29,10 +29,14 @@ class Planning(DatabaseBase):
         Per table: its target (``target_schema.<name>``, by the naming rule), its keys and their
         origin (declared in ``like`` > primary key > unique constraint on NOT NULL columns >
         suggested from its rows), its strategy (the first registered one that fits: ``delta_sync``
-        for a Delta table with its change data feed on; else ``snapshot``), its row count, and its
-        problems in words with the fix: columns the landing zone cannot hold, no key, a key that
-        compares inexactly or differs from the mirrored table's, targets that meet after mapping,
-        a strategy without the watermark it needs. The plan says when the database would hold
+        for a Delta table with its change data feed on, ``append`` by that column for a table the
+        source numbers rows of (identity, serial, auto-increment) and declares no key for; else
+        ``snapshot``), its row count, and its problems in words with the fix: columns the landing
+        zone cannot hold, no key, a key that compares inexactly or differs from the mirrored
+        table's, targets that meet after mapping, a strategy without the watermark it needs. Its
+        notes say what nothing in the source guarantees: keys only today's rows make unique (rows
+        profiled, distinct values, the risk and the fix), and what insert-only leaves out; the
+        plan's summary counts the suggested keys. The plan says when the database would hold
         more than about 500 tables.
 
         Args:

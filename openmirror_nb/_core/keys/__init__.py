@@ -18,7 +18,7 @@ from openmirror_nb._core.pipeline.push.normalize import check_keys
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["KeyProfile", "profile_keys", "suggest_keys"]
+__all__ = ["KeyProfile", "key_suggestions", "profile_keys", "suggest_keys"]
 
 # Inline styles, as the onboarding panel's own tables have them: a widget's HTML gets no notebook
 # table styling, and its line height is a control's.
@@ -180,6 +180,15 @@ def suggest_keys(
         >>> suggest_keys(spark.range(5).selectExpr("id AS order_id", "'x' AS note"))
         [('order_id',)]
     """
+    found = key_suggestions(df, limit=limit, max_columns=max_columns, max_pairs=max_pairs)
+    return [profile.keys for profile in found]
+
+
+def key_suggestions(
+    df: DataFrame, *, limit: int = 5, max_columns: int = 12, max_pairs: int = 10
+) -> list[KeyProfile]:
+    """``suggest_keys`` with its evidence: each suggestion as the ``KeyProfile`` its counts give
+    (rows profiled, distinct values), which a plan shows beside a key only the rows vouch for."""
     from pyspark.sql import functions as F
 
     ranked = sorted(
@@ -200,7 +209,7 @@ def suggest_keys(
     if rows == 0:
         return []
     full = {name: int(counts[f"d{i}"]) for i, name in enumerate(ranked) if counts[f"n{i}"] == rows}
-    singles: list[tuple[str, ...]] = [(name,) for name, distinct in full.items() if distinct == rows]
+    singles = [_unique((name,), rows) for name, distinct in full.items() if distinct == rows]
     if singles:
         return singles[:limit]
     # A constant column adds nothing to a pair, and a pair of columns with fewer value
@@ -217,5 +226,10 @@ def suggest_keys(
         )
     ).first()
     assert counted is not None
-    found: list[tuple[str, ...]] = [pair for i, pair in enumerate(pairs) if counted[f"p{i}"] == rows]
+    found = [_unique(pair, rows) for i, pair in enumerate(pairs) if counted[f"p{i}"] == rows]
     return found[:limit]
+
+
+def _unique(keys: tuple[str, ...], rows: int) -> KeyProfile:
+    """The profile of keys the counts found unique and never NULL in ``rows`` rows."""
+    return KeyProfile(keys=keys, rows=rows, distinct=rows, null_keys=0)

@@ -1,6 +1,7 @@
 """A source plan: per table of a source, where it goes, its keys and their origin, how it is
-mirrored and what stands in the way (``PlannedTable``); the whole (``SourcePlan``), shown as text,
-HTML and pandas, and saved as a YAML file a person edits (``plan_file``)."""
+mirrored, what stands in the way and what to know before it runs (``PlannedTable``); the whole
+(``SourcePlan``), shown as text, HTML and pandas, and saved as a YAML file a person edits
+(``plan_file``)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ whole table, diffed against the last push), ``delta_sync`` (a Delta table's chan
 KeyOrigin = Literal["declared", "primary_key", "unique", "suggested"]
 """Where a planned table's keys come from, in precedence order: written in the plan (``declared``),
 the source's primary key, a unique constraint on NOT NULL columns, or profiling the rows
-(``suggested``: pushed only once accepted)."""
+(``suggested``: pushed only once accepted; its note gives the evidence and the risk)."""
 KEY_ORIGINS: tuple[KeyOrigin, ...] = ("declared", "primary_key", "unique", "suggested")
 _SHOWN = 500  # rows of the plain and HTML views; to_pandas() has every table
 
@@ -53,6 +54,10 @@ class PlannedTable:
             ``update_marker`` for ``snapshot``, also ``compact`` for ``delta_sync``; none for
             ``incremental`` and ``append``, which write feeds of their own (the strategy's
             ``feed`` says; a plan file that sets another is refused, and so is a run of the table).
+        notes: What the planner assumed that nothing in the source guarantees, each with what to
+            do: keys only today's rows make unique (rows profiled, distinct values, the risk), or
+            ``append`` planned for a keyless table the source numbers rows of (what insert-only
+            leaves out). They stop nothing; planning again writes them anew.
 
     Raises:
         ConfigError: ``feed`` is not a ``FeedOptions``.
@@ -69,6 +74,7 @@ class PlannedTable:
     rows: int | None
     problems: tuple[str, ...]
     feed: FeedOptions | None = None
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.feed is None:
@@ -147,10 +153,20 @@ class SourcePlan:
 
     def _summary(self) -> str:
         troubled = sum(1 for t in self.tables if t.problems)
+        guessed = sum(1 for t in self.tables if t.key_origin == "suggested")
         where = self.target_schema or "the landing zone's root"
+        # A suggested key is planned, not a problem, but a run pushes it only once accepted, and
+        # a key only today's rows vouch for can break on the next run: the count says what to do.
+        accept = (
+            f", {guessed:,} with suggested keys to accept: only today's rows make them unique and keys "
+            "never change once pushed (declare a key, or mirror insert-only with append; see "
+            f"{'its note' if guessed == 1 else 'their notes'})"
+            if guessed
+            else ""
+        )
         return (
             f"SourcePlan of {self.source!r} into {where}: {len(self.tables):,} tables, "
-            f"{troubled:,} with problems"
+            f"{troubled:,} with problems{accept}"
         )
 
     def __repr__(self) -> str:
@@ -162,6 +178,7 @@ class SourcePlan:
         for planned, row in zip(self.tables, cells, strict=False):
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
             lines += [f"      ! {p}" for p in planned.problems]
+            lines += [f"      note: {n}" for n in planned.notes]
         if len(self.tables) > _SHOWN:
             lines.append(f"  ... and {len(self.tables) - _SHOWN:,} more (plan.to_pandas() has them all)")
         return "\n".join(lines)
@@ -204,13 +221,16 @@ def _items(planned: PlannedTable) -> list[tuple[str, object]]:
 
 
 def _entry(planned: PlannedTable, flow: type[list[str]]) -> dict[str, object]:
-    """A table as its plan file holds it: lists as YAML lists, keys on one line (``flow``); a
-    feed by the options it sets, and only when the table has one (files without stay as before)."""
+    """A table as its plan file holds it: lists as YAML lists, keys on one line (``flow``); notes
+    and a feed (by the options it sets) only when the table has them (files without stay as
+    before)."""
     entry: dict[str, object] = {
         n: flow(planned.keys) if n == "keys" else list(v) if isinstance(v, tuple) else v
         for n, v in _items(planned)
-        if n != "feed"
+        if n not in ("feed", "notes")
     }
+    if planned.notes:
+        entry["notes"] = list(planned.notes)
     if planned.feed is not None:
         entry["feed"] = {n: flow(v) if n == "order_by" else v for n, v in changed(planned.feed).items()}
     return entry
@@ -232,12 +252,17 @@ def _cells(t: PlannedTable) -> tuple[str, ...]:
 
 def _row_html(t: PlannedTable) -> str:
     cells = "".join(f"<td style='text-align:left'>{html.escape(c)}</td>" for c in _cells(t))
-    problems = "".join(f"<li>{html.escape(p)}</li>" for p in t.problems)
     style = "" if t.enabled else " style='color:#9e9e9e'"
-    extra = (
-        f"<tr><td></td><td colspan='{len(_HEADS) - 1}' style='color:#c62828;text-align:left'>"
-        f"<ul style='margin:0'>{problems}</ul></td></tr>"
-        if problems
-        else ""
+    extra = _under(t.problems, "#c62828") + _under(t.notes, "#ef6c00")
+    return f"<tr data-problems='{len(t.problems)}' data-notes='{len(t.notes)}'{style}>{cells}</tr>{extra}"
+
+
+def _under(lines: tuple[str, ...], colour: str) -> str:
+    """A row's problems or notes, as a list across the columns under it."""
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return (
+        f"<tr><td></td><td colspan='{len(_HEADS) - 1}' style='color:{colour};text-align:left'>"
+        f"<ul style='margin:0'>{items}</ul></td></tr>"
     )
-    return f"<tr data-problems='{len(t.problems)}'{style}>{cells}</tr>{extra}"

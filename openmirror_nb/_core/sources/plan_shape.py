@@ -112,14 +112,13 @@ class Shape:
             self.text(p, f"{what}: problem")
             for p in self.list(entry.get("problems", []), f"{what}: problems")
         )
+        notes = tuple(
+            self.text(n, f"{what}: note") for n in self.list(entry.get("notes", []), f"{what}: notes")
+        )
         enabled = self.flag(entry.get("enabled", True), f"{what}: enabled")
         feed = self.feed(entry.get("feed"), what)
-        planned: PlannedTable = self.checked(
-            what,
-            lambda: PlannedTable(
-                source, table, keys, origin, strategy, watermark, deletes, enabled, rows, problems, feed
-            ),
-        )
+        row = (source, table, keys, origin, strategy, watermark, deletes, enabled, rows, problems, feed)
+        planned: PlannedTable = self.checked(what, lambda: PlannedTable(*row, notes=notes))
         unread = feed_problem(planned)
         if unread:
             self.fail(f"{what}: {unread}")

@@ -63,7 +63,8 @@ class PlanStrategy(Protocol):
     def fits(self, table: SourceTable) -> bool:
         """Whether a new plan gives ``table`` this strategy: the planner takes the first registered
         strategy that fits, else ``snapshot`` (``delta_sync`` fits a table with its change data
-        feed on). Default ``False``."""
+        feed on, ``append`` a table the source numbers rows of and declares no key for). Default
+        ``False``."""
         return False
 
     def problems(

@@ -1,23 +1,26 @@
 """``db.plan_sources``: discover a source and plan each of its tables.
 
 Keys, in precedence: declared in the plan (``like=``) > the source's primary key > a unique
-constraint on NOT NULL columns > a suggestion from the rows (``suggest_keys``). The strategy is
-the first registered one that fits the table (``delta_sync`` for a Delta table with its change data
-feed on), else ``snapshot``, unless the plan given as ``like=`` says otherwise; what it needs comes
-from the registry (``get_strategy``), never from its name. Nothing here writes anything.
+constraint on NOT NULL columns > a suggestion from the rows (``suggest_keys``), which carries a note
+of its evidence and its risk (``notes``). The strategy is the first registered one that fits the
+table (``delta_sync`` for a Delta table with its change data feed on, ``append`` for one the source
+numbers rows of and declares no key for), else ``snapshot``, unless the plan given as ``like=`` says
+otherwise; what it needs comes from the registry (``get_strategy``), never from its name. Nothing
+here writes anything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ConfigError, InvalidNameError
-from openmirror_nb._core.keys import suggest_keys
+from openmirror_nb._core.keys import key_suggestions
+from openmirror_nb._core.sources import notes
 from openmirror_nb._core.sources import problems as check
 from openmirror_nb._core.sources.plan import KeyOrigin, PlannedTable, SourcePlan, Strategy
-from openmirror_nb._core.sources.plan_strategy import get_strategy, strategy_for
+from openmirror_nb._core.sources.plan_strategy import PlanStrategy, get_strategy, strategy_for
 from openmirror_nb._core.sources.registry import lacking
 from openmirror_nb._core.sources.run_table import one_line
 from openmirror_nb._core.sources.table import Source
@@ -103,14 +106,15 @@ def _plan_table(
     keys_of: KeysOf,
 ) -> PlannedTable:
     strategy: Strategy = before.strategy if before else strategy_for(table)
+    rules = get_strategy(strategy)
     planned = PlannedTable(
         source=table.name,
         table=before.table if before else target_name(schema, table.name),
         keys=(),
         key_origin=None,
         strategy=strategy,
-        watermark=before.watermark if before else None,
-        detect_deletes=before.detect_deletes if before else get_strategy(strategy).deletes is True,
+        watermark=before.watermark if before else _watermark(rules, table),
+        detect_deletes=before.detect_deletes if before else rules.deletes is True,
         enabled=before.enabled if before else True,
         rows=table.rows,
         problems=(),
@@ -119,35 +123,56 @@ def _plan_table(
     if table.unreadable or table.schema is None:
         return replace(planned, problems=(table.unreadable or "its columns are unknown",))
     existing = keys_of(planned.table)
-    keys, origin, trouble = _keys(source, table, before, strategy, suggest=suggest)
-    planned = replace(planned, keys=keys, key_origin=origin)
+    chosen = _keys(source, table, before, rules, suggest=suggest)
+    noted = [chosen.note] if chosen.note else []
+    watermark = planned.watermark
+    if not rules.keys and watermark is not None and watermark in table.increasing:
+        noted.append(notes.insert_only(watermark))
+    planned = replace(planned, keys=chosen.keys, key_origin=chosen.origin, notes=tuple(noted))
     empty = spark.createDataFrame([], table.schema)
     found = check.column_problems(empty)
-    if trouble and not existing:
-        found.append(trouble)
+    if chosen.problem and not existing:
+        found.append(chosen.problem)
     found += check.key_problems(empty, planned, existing)
     found += check.strategy_problems(empty, planned, table, source)
     return replace(planned, problems=tuple(found))
 
 
+def _watermark(rules: PlanStrategy, table: SourceTable) -> str | None:
+    """A new plan's watermark, for a strategy that reads past one: the first column the source
+    numbers rows by (strictly increasing, so right for ``append`` too), else none to guess."""
+    return table.increasing[0] if rules.watermark and table.increasing else None
+
+
+@dataclass(frozen=True)
+class _Keys:
+    """A planned table's keys, their origin, the problem when there are none, and the note of
+    keys only the rows vouch for."""
+
+    keys: tuple[str, ...] = ()
+    origin: KeyOrigin | None = None
+    problem: str | None = None
+    note: str | None = None
+
+
 def _keys(
-    source: Source, table: SourceTable, before: PlannedTable | None, strategy: Strategy, *, suggest: bool
-) -> tuple[tuple[str, ...], KeyOrigin | None, str | None]:
-    """The keys, their origin, and the problem when there are none (``append`` needs none)."""
-    if not get_strategy(strategy).keys:
-        return (), None, None
+    source: Source, table: SourceTable, before: PlannedTable | None, rules: PlanStrategy, *, suggest: bool
+) -> _Keys:
+    """The keys of ``table`` by precedence (none for a strategy that writes none, ``append``)."""
+    if not rules.keys:
+        return _Keys()
     if before is not None and before.key_origin == "declared":
-        return before.keys, "declared", None
+        return _Keys(before.keys, "declared")
     if table.primary_key:
-        return table.primary_key, "primary_key", None
+        return _Keys(table.primary_key, "primary_key")
     if table.unique:
-        return table.unique[0], "unique", None
+        return _Keys(table.unique[0], "unique")
     if suggest:
         try:
-            found = suggest_keys(source.read(table.name))
+            found = key_suggestions(source.read(table.name))
         except Exception as exc:  # the rows cannot be read: the other tables are still planned
             why = one_line(source, exc)
-            return (), None, f"its rows cannot be read to suggest keys ({why}); declare keys"
+            return _Keys(problem=f"its rows cannot be read to suggest keys ({why}); declare keys")
         if found:
-            return found[0], "suggested", None
-    return (), None, check.no_key_problem(table, suggested=suggest)
+            return _Keys(found[0].keys, "suggested", note=notes.guessed_keys(found[0], table))
+    return _Keys(problem=check.no_key_problem(table, suggested=suggest))

@@ -8,7 +8,8 @@ strategy is (``registry``; ``plan_strategy.PlanStrategy`` says what a strategy i
   longer has (a sweep that reads the key columns only); the new watermark is committed with the
   files, so a crash can neither skip nor repeat rows;
 - ``append``: the rows strictly past the watermark, up to the highest read now, as marker-free
-  inserts to a table without keyColumns (``PushRequest.append``).
+  inserts to a table without keyColumns (``PushRequest.append``); planned for a table the source
+  numbers rows of and declares no key for.
 
 A large table is read in parallel ranges of a whole-number key or watermark where its source can
 (``ranges``: a JDBC source can).
@@ -116,6 +117,12 @@ class Append(PlanStrategy):
     increasing = True
     deletes = False
     feed = ()  # it writes inserts of its own
+
+    def fits(self, table: SourceTable) -> bool:
+        """A table the source numbers rows of (identity, serial, auto-increment) and declares no
+        key for, such as a log: mirrored insert-only by that column, before any key its rows
+        would only suggest (a plan note says what insert-only leaves out)."""
+        return bool(table.increasing) and not table.primary_key and not table.unique
 
     def push(self, run: Runner, planned: PlannedTable, frame: DataFrame) -> PushResult:
         """The rows past the watermark, up to the highest read now, as inserts."""

@@ -1,6 +1,6 @@
 """``PlanGrid``: the tables of a ``SourcePlan`` as one row of widgets each (enabled, source, target,
-keys and their origin, strategy, rows, badge, problems), edited in place; ``planned()`` gives the
-plan as the grid now says. The ``SourcePlanner`` panel embeds it."""
+keys and their origin, strategy, rows, badge, problems and notes), edited in place; ``planned()``
+gives the plan as the grid now says. The ``SourcePlanner`` panel embeds it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import ipywidgets as w
 import openmirror_nb as om
 from openmirror_nb._core.widgets.panel import RED, RenderGuard
 
+ORANGE = "#ef6c00"  # what waits for the user: a suggested key to accept, a note to read
+
 HEADS = ("", "source", "target table", "keys", "origin", "strategy", "watermark", "rows", "run")
 # Fixed widths, the same in the header and every row: rows of HBoxes line up as a grid, and a row's
 # problems go under it across the columns (a GridBox child's grid_column did not span in JupyterLab).
@@ -23,7 +25,7 @@ BADGES = {  # the run's colours (PlanRun's HTML uses the same for its statuses)
     "running": "#1565c0",
     "ok": "#2e7d32",
     "unchanged": "#616161",
-    "skipped": "#ef6c00",
+    "skipped": ORANGE,
     "failed": RED,
 }
 
@@ -45,6 +47,7 @@ class PlanRow(RenderGuard):
         self.rows_note = w.HTML(_rows(planned.rows))
         # under the row, across it: a problem is a sentence with its fix, too long for a cell
         self.problems = w.HTML(_problems(planned.problems), layout=w.Layout(margin="0 0 4px 36px"))
+        self.notes = w.HTML(_notes(planned.notes), layout=w.Layout(margin="0 0 4px 36px"))
         self._inputs = (self.enabled, self.target, self.keys, self.accept, self.strategy, self.watermark)
         for widget in self._inputs:
             widget.observe(self._on_edit, names="value")
@@ -61,7 +64,8 @@ class PlanRow(RenderGuard):
             self.badge,
         ]
         line = w.HBox([_fit(cell, width) for cell, width in zip(self.cells, WIDTHS, strict=True)])
-        self.box = w.VBox([line, self.problems] if planned.problems else [line])
+        under = [self.problems] if planned.problems else []
+        self.box = w.VBox([line, *under, *([self.notes] if planned.notes else [])])
 
     @property
     def suggested(self) -> bool:
@@ -73,7 +77,8 @@ class PlanRow(RenderGuard):
         return tuple(k.strip() for k in self.keys.value.split(",") if k.strip())
 
     def planned(self) -> om.PlannedTable:
-        """The table as the row says: keys typed or an accepted suggestion are ``declared``."""
+        """The table as the row says: keys typed or an accepted suggestion are ``declared``; the
+        planner's notes stay only while the row's keys and strategy are the ones they are about."""
         keys, origin, strategy = self.key_columns, self.original.key_origin, self.strategy.value
         if keys != self.original.keys or (self.suggested and self.accept.value):
             origin = "declared" if keys else None
@@ -81,15 +86,19 @@ class PlanRow(RenderGuard):
         if not rules.keys:
             keys, origin = (), None
         deletes = self.original.detect_deletes if rules.deletes is None else rules.deletes
+        watermark = self.watermark.value.strip() or None
+        was = self.original
+        same = (keys, origin, strategy, watermark) == (was.keys, was.key_origin, was.strategy, was.watermark)
         return dataclasses.replace(
-            self.original,
+            was,
             enabled=self.enabled.value,
             table=self.target.value.strip(),
             keys=keys,
             key_origin=origin,
             strategy=strategy,
-            watermark=self.watermark.value.strip() or None,
+            watermark=watermark,
             detect_deletes=deletes,
+            notes=was.notes if same else (),
         )
 
     def trouble(self) -> str | None:
@@ -119,7 +128,7 @@ class PlanRow(RenderGuard):
 
     def close(self) -> None:
         """Close the row's widgets (each holds a comm)."""
-        stack = [self.box, self.problems]
+        stack = [self.box, self.problems, self.notes]
         while stack:
             widget = stack.pop()
             stack.extend(getattr(widget, "children", ()))
@@ -140,7 +149,7 @@ class PlanRow(RenderGuard):
 
     def _show_origin(self) -> None:
         origin = self.planned().key_origin
-        colour = "#ef6c00" if self.suggested and not self.accept.value else "inherit"
+        colour = ORANGE if self.suggested and not self.accept.value else "inherit"
         self.origin.value = f"<span style='color:{colour}'>{origin or '-'}</span>"
         self.accept.layout.display = None if self.suggested else "none"
         self._by_strategy()
@@ -200,6 +209,14 @@ def _source(name: str) -> str:
 
 def _rows(rows: int | None) -> str:
     return f"<span style='float:right'>{'?' if rows is None else f'{rows:,}'}</span>"
+
+
+def _notes(notes: tuple[str, ...]) -> str:
+    lines = "".join(f"<div>{html.escape(n)}</div>" for n in notes)
+    return (
+        f"<div class='om-notes' style='color:{ORANGE};line-height:1.3;white-space:normal;margin-bottom:4px'>"
+        f"{lines}</div>"
+    )
 
 
 def _problems(problems: tuple[str, ...]) -> str:

@@ -1,10 +1,11 @@
 """``SourcePlanner``: mirror many tables of a source by mouse (issue 27's panel).
 
 A grid of the tables ``db.plan_sources`` found (``PlanGrid``): per table whether it runs, its target,
-its keys and where they come from, its strategy, rows and problems. Edits change the plan that
-Dry run, Run and Save plan use; suggested keys run only once accepted (keys never change once
-pushed). A run goes on a thread of its own, as the monitor pane's refreshes do, so the notebook
-stays usable: each table's badge follows its push's progress events, then the ``PlanRun``.
+its keys and where they come from, its strategy, rows, problems and notes (a suggested key's
+evidence and risk). Edits change the plan that Dry run, Run and Save plan use; suggested keys run
+only once accepted (keys never change once pushed), which the status line counts. A run goes on
+a thread of its own, as the monitor pane's refreshes do, so the notebook stays usable: each table's
+badge follows its push's progress events, then the ``PlanRun``.
 """
 
 from __future__ import annotations
@@ -219,11 +220,7 @@ class SourcePlanner(Panel):
         )
         if self.accept_all.value:
             self._on_accept_all({"new": True})
-        waiting = sum(1 for row in self.grid.rows if row.suggested)
-        accept = (
-            f"; {waiting} with suggested keys to accept (keys never change once pushed)" if waiting else ""
-        )
-        self._say(f"{plan._summary()}{accept}.")
+        self._say(f"{plan._summary()}.")  # it counts the suggested keys to accept
 
     def _busy(self, busy: bool) -> None:
         for button in (self.dry_run_button, self.run_button):
