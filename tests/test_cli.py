@@ -87,7 +87,7 @@ def test_cli_status_of_a_healthy_database_exits_0(tmp_path, capsys, monkeypatch)
     root = _database(tmp_path / "openmirror-db")
     assert main(["status", "--db", str(root)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"Mirrored database {root} (replicator Running")
+    assert out.startswith(f"Mirrored database {root} (replicator Stopped")  # run_once has ended
     assert "  ok       sales.orders  Replicating  1 processed, 2 rows" in out
     monkeypatch.chdir(tmp_path)  # no PATH: ./openmirror-db
     assert main(["status"]) == 0 and "sales.orders" in capsys.readouterr().out

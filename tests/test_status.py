@@ -10,7 +10,7 @@ import json
 import os
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -144,7 +144,8 @@ def test_healthy_pending_blocked_and_failed_tables_of_a_local_database(db, root,
     assert found.health == "failed"
     assert [t.table for t in found.needs_attention] == ["bad", "gap"]
     assert found["SALES.OK"] is healthy  # the service's names are case-insensitive
-    assert found.replicator.status == "Running" and found.notes == () and found.foreign == ()
+    # run_once has ended: the replicator is not running
+    assert found.replicator.status == "Stopped" and found.notes == () and found.foreign == ()
     # db.status() is the same report, taken now
     assert [(t.table, t.health) for t in db.status().tables] == [(t.table, t.health) for t in found.tables]
 
@@ -526,3 +527,25 @@ def test_onelake_reconcile_says_why_the_mirrored_table_cannot_be_counted():
     assert recon.verdict == "match" and recon.mirrored_rows is None
     assert any("no storage token" in n and "pass credential= to connect()" in n for n in recon.notes)
     assert "eyJ" not in repr(recon) and "eyJ" not in json.dumps(done.to_dict())
+
+
+def test_a_running_replicator_whose_heartbeat_stopped_long_ago_is_not_running(db, root):
+    from openmirror_nb._core.status.mirror_view import STALE_AFTER
+
+    publish(db, "t", parquet(1))
+    beat = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    files = monitoring(
+        root,
+        [listed("t")],
+        replicator={"status": "Running", "lastHeartbeatTime": "2026-11-23T09:00:00.0000000Z"},
+    )
+    sources = Sources(landing_zone=db.storage, files=files, applied=None)
+
+    fresh = build_report("local", sources, now=beat + timedelta(seconds=30))
+    assert fresh.replicator.status == "Running"
+    crashed = build_report("local", sources, now=beat + timedelta(seconds=STALE_AFTER + 23 * 60))
+    assert crashed.replicator.status == "Stale"
+    assert crashed.replicator.summary.startswith(
+        "replicator not running (stale: last said Running), heartbeat "
+    )
+    assert "Running," not in str(crashed).splitlines()[0]

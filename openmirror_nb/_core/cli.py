@@ -178,17 +178,18 @@ def _tables(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     """``db.run_plan(om.load_plan(PLAN), parallel=N, dry_run=..., accept_suggested=...)``; exit 1
     when a table failed."""
-    from openmirror_nb import Cancelled, Finished, PushFailed, TextProgress, connect, load_plan
+    from openmirror_nb import TextProgress, connect, load_plan
 
     plan = load_plan(args.plan)
     db = connect(args.db)
-    lines = TextProgress()  # a job's log: one line per table as its push ends
     run = db.run_plan(
         plan,
         parallel=args.parallel,
         dry_run=args.dry_run,
         accept_suggested=args.accept_suggested,
-        progress=lambda event: lines(event) if isinstance(event, Finished | PushFailed | Cancelled) else None,
+        # a job's log: each table's phases and its push's end, whatever --parallel (repeats are
+        # dropped per table); the summary below lists every table, also those that never pushed
+        progress=TextProgress(),
     )
     print(run)
     return 1 if run.failed else 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import logging
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -204,22 +205,27 @@ def _shell() -> Any:
 class TextProgress:
     """A push's progress as text: one line per phase and staging step on ``stream`` (stderr by
     default), not one per Spark task. What a push shows in a terminal IPython; pass one as
-    ``progress=`` anywhere else (a job's log)."""
+    ``progress=`` anywhere else (a job's log). Repeats are dropped per table, so one instance
+    serves tables pushed beside each other (``run_plan(parallel=...)``): every table's lines show."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self._stream = stream
-        self._last: tuple[type[ProgressEvent], str] | None = None
+        # per table: parallel pushes interleave their events, and one table's phase is no
+        # repeat of another's
+        self._last: dict[str, tuple[type[ProgressEvent], str]] = {}
+        self._guard = threading.Lock()
 
     def __call__(self, event: ProgressEvent) -> None:
         key = (type(event), getattr(event, "step", ""))
-        if key == self._last and not isinstance(event, Publishing):
-            return
         if isinstance(event, Publishing) and 1 < event.file < event.files:
             return  # the first and the last file say enough
-        self._last = key
-        stream = self._stream or sys.stderr
-        stream.write(f"[{event.elapsed:6.1f} s] {event.table}: {event.text}\n")
-        stream.flush()
+        with self._guard:  # events come from several pushing threads
+            if self._last.get(event.table) == key and not isinstance(event, Publishing):
+                return
+            self._last[event.table] = key
+            stream = self._stream or sys.stderr
+            stream.write(f"[{event.elapsed:6.1f} s] {event.table}: {event.text}\n")
+            stream.flush()
 
 
 _STEPS = {Validating: 2, WaitingForLock: 4, Staging: 5, Publishing: 80, Committing: 97}

@@ -18,7 +18,8 @@ def test_monitoring_files_use_the_service_field_names(lz):
     lz.mirror.run_once()
     replicator = lz.monitoring("replicator.json")
     assert set(replicator) == {"status", "errorCode", "errorMessage", "lastHeartbeatTime"}
-    assert replicator["status"] == "Running" and TIME.match(replicator["lastHeartbeatTime"])
+    # one pass and no loop: nothing replicates after it, so it is not Running
+    assert replicator["status"] == "Stopped" and TIME.match(replicator["lastHeartbeatTime"])
     (table,) = lz.monitoring()["tables"]
     assert set(table) == {
         "id", "status", "errorCode", "errorMessage", "normalizedTableName",
@@ -99,3 +100,21 @@ def test_failed_table_error_is_in_tables_json(lz):
     assert status["errorCode"] == "InputValidationError"
     assert status["errorMessage"].endswith("SequenceNumber: 1")
     assert "ArtifactId: " + status["id"] in status["errorMessage"]
+
+
+def test_the_replicator_says_running_only_while_its_loop_runs(lz):
+    lz.metadata("t", keyColumns=["id"])
+    lz.parquet("t", 1, [{"id": 1}])
+    seen = []
+    lz.mirror.run(
+        interval=0, max_iterations=2, on_pass=lambda run: seen.append(lz.monitoring("replicator.json"))
+    )
+    assert [doc["status"] for doc in seen] == ["Running", "Running"]
+    assert lz.monitoring("replicator.json")["status"] == "Stopped"  # the loop ended
+
+    lz.mirror.start(interval=0, on_pass=lambda run: lz.mirror.stop())
+    lz.mirror.stop()
+    assert lz.monitoring("replicator.json")["status"] == "Stopped"
+    lz.parquet("t", 2, [{"id": 2}])
+    lz.mirror.run_once()
+    assert lz.monitoring("replicator.json")["status"] == "Stopped"

@@ -178,6 +178,32 @@ def test_text_progress_writes_one_line_per_phase():
     assert "publishing file 1 of 3 (a)" in lines[3] and "publishing file 3 of 3 (c)" in lines[4]
 
 
+def test_text_progress_drops_repeats_per_table_when_tables_interleave():
+    out = io.StringIO()
+    show = TextProgress(out)
+    step = "writing the data files"
+    for event in [
+        Validating("a", 0.0),
+        Validating("b", 0.0),
+        Staging("a", 0.2, step=step),
+        Staging("b", 0.3, step=step),
+        Staging("a", 0.4, step=step),  # a repeat of a's own line: dropped
+        Finished("b", 0.5),
+        Finished("a", 0.6),
+        Finished("a", 0.7),  # a repeat: dropped
+    ]:
+        show(event)
+    lines = [line.split("] ", 1)[1] for line in out.getvalue().splitlines()]
+    assert lines == [
+        "a: validating names, keys and types",
+        "b: validating names, keys and types",
+        f"a: staging on Spark: {step}",
+        f"b: staging on Spark: {step}",
+        "b: done",
+        "a: done",
+    ]
+
+
 def test_widget_progress_moves_and_ends_green_or_red():
     bar = WidgetProgress()
     bar(Validating("t", 0.0))

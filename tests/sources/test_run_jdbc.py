@@ -8,6 +8,7 @@ in ranges."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,6 @@ from openmirror_nb._core.model import TableOptions
 from openmirror_nb._core.pipeline.push.normalize import normalize
 from openmirror_nb._core.sources import ranges
 from openmirror_nb._core.sources.watermark import past
-from tests.conftest import tree_hash
 from tests.reliability.harness import lzcheck
 from tests.sources.conftest import SCHEMA
 from tests.sources.postgres import DATABASE, PASSWORD, SUPERUSER
@@ -113,7 +113,8 @@ def test_a_table_gone_and_a_source_unreachable_fail_alone_without_secrets(erp_ru
     assert gone.status == "failed" and "'gone_soon'" in gone.reason and "\n" not in gone.reason
     assert {t.status for t in run.tables if t.source != "gone_soon"} <= {"ok", "skipped"}
 
-    before = tree_hash(db.target.root)
+    runs = db.target.landing_zone / "_openmirror" / "runs"  # where a failed run is recorded
+    before = _outside(db.target.root, runs)
     closed = om.Jdbc("jdbc:postgresql://127.0.0.1:9/erp", user=SUPERUSER, password=PASSWORD, schema="public")
     away = dataclasses.replace(replanned, source=closed)
     down = db.run_plan(away, parallel=2)
@@ -121,7 +122,19 @@ def test_a_table_gone_and_a_source_unreachable_fail_alone_without_secrets(erp_ru
     assert failed and {t.status for t in down.tables} == {"failed", "skipped"}
     assert all("127.0.0.1:9" in t.reason and "\n" not in t.reason for t in failed)
     assert PASSWORD not in repr(down) + down._repr_html_() + down.to_pandas().to_string()
-    assert tree_hash(db.target.root) == before
+    assert _outside(db.target.root, runs) == before  # the tables' folders: untouched
+    records = "".join(p.read_text(encoding="utf-8") for p in runs.glob("*.json"))
+    assert len(list(runs.glob("*.json"))) >= len(failed) and "127.0.0.1:9" in records
+    assert PASSWORD not in records
+
+
+def _outside(root: Path, skipped: Path) -> list[tuple[str, bytes]]:
+    """Every file below ``root`` but those under ``skipped``, with its content."""
+    return sorted(
+        (p.relative_to(root).as_posix(), p.read_bytes())
+        for p in root.rglob("*")
+        if p.is_file() and skipped not in p.parents
+    )
 
 
 def test_the_incremental_read_is_filtered_in_the_database(erp_run):

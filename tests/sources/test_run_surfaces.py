@@ -99,3 +99,53 @@ def test_the_magics_discover_and_run(spark, tmp_path, lake, monkeypatch):
             shell.run_line_magic("openmirror", "run src")
     finally:
         shell.run_line_magic("unload_ext", "openmirror_nb")
+
+
+def test_openmirror_run_in_parallel_logs_every_tables_lines(spark, tmp_path, capsys):
+    lake = tmp_path / "Tables"
+    names = ("a", "b", "c")
+    for n, name in enumerate(names):
+        write_deltalake(str(lake / name), _rows(range(n + 2), name))
+    db = om.connect(tmp_path / "db")
+    path = _plan_file(db, lake, tmp_path / "three.yaml")
+
+    assert main(["run", path, "--db", str(tmp_path / "db"), "--parallel", "3"]) == 0
+    err = capsys.readouterr().err
+    for name in names:  # before the fix, one table's lines hid the others' (same phase, same step)
+        assert f"lake.{name}: validating names, keys and types" in err
+        assert f"lake.{name}: done: " in err
+
+
+def test_a_table_whose_run_failed_is_failed_in_status_until_a_run_of_it_succeeds(
+    spark, tmp_path, lake, capsys
+):
+    db = om.connect(tmp_path / "db")
+    path = _plan_file(db, lake, tmp_path / "lake.yaml")
+    argv = ["run", path, "--db", str(tmp_path / "db")]
+    assert main(argv) == 0
+    db.local_mirror.run_once()
+    assert main(["status", "--db", str(tmp_path / "db")]) == 0
+    capsys.readouterr()
+
+    folders = tmp_path / "db" / "Files" / "LandingZone" / "lake.schema"
+    before = tree_hash(folders)
+    assert (folders / "plain").is_dir() and (folders / "feed").is_dir()
+    (lake / "plain").rename(tmp_path / "plain.away")  # the source table can no longer be read
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert tree_hash(folders) == before  # a failed run touches no table folder
+
+    found = om.connect(tmp_path / "db").status()
+    plain = found["lake.plain"]
+    assert (plain.health, found["lake.feed"].health) == ("failed", "ok")
+    assert plain.run_error and f"FAILED lake.plain (plain): {plain.run_error}" in out
+    assert plain.advice[0] == f"the last run failed: {plain.run_error}"
+    assert main(["status", "--db", str(tmp_path / "db")]) == 1
+    shown = capsys.readouterr().out
+    assert "lake.plain" in shown and plain.run_error in shown
+
+    (tmp_path / "plain.away").rename(lake / "plain")
+    assert main(argv) == 0
+    found = om.connect(tmp_path / "db").status()
+    assert (found["lake.plain"].health, found["lake.plain"].run_error) == ("ok", "")
+    assert main(["status", "--db", str(tmp_path / "db")]) == 0

@@ -102,9 +102,15 @@ class LocalMirror:
     def run_once(self) -> MirrorRun:
         """Run one pass over every table folder and return what it applied, per table.
 
+        Alone, the pass leaves ``replicator.json`` saying ``Stopped`` (nothing replicates after
+        it); inside ``run``/``start`` (or while ``start``'s thread runs) it says ``Running``.
+
         Raises:
             MirrorError: the database has no ``Files/LandingZone`` folder.
         """
+        return self._pass(looping=self.is_running)
+
+    def _pass(self, *, looping: bool) -> MirrorRun:
         landing_zone = self._target.landing_zone
         if not landing_zone.is_dir():
             raise MirrorError(
@@ -118,7 +124,11 @@ class LocalMirror:
                 state, discover_folders(landing_zone), tables=self._target.tables, limits=self._limits
             )
             state.save()
-            write_monitoring(self._target.monitoring, status="Running", tables=state.tables.values())
+            write_monitoring(
+                self._target.monitoring,
+                status="Running" if looping else "Stopped",
+                tables=state.tables.values(),
+            )
             result = MirrorRun(tuple(runs), started, time.perf_counter() - clock)
         self._last_run, self._last_error = result, None
         return result
@@ -155,7 +165,7 @@ class LocalMirror:
         try:
             while not event.is_set():
                 try:
-                    result = self.run_once()
+                    result = self._pass(looping=True)
                 except Exception as exc:
                     if exiting():  # dropped, not failed: see mirror.interpreter_exit
                         return

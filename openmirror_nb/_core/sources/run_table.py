@@ -5,10 +5,12 @@ the mirrored table's), then its strategy's push. Whatever goes wrong becomes thi
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ConfigError, KeyColumnsError, OpenMirrorError, user_line
+from openmirror_nb._core.landing_zone.run_outcome import clear_failed_run, record_failed_run
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import PushResult, SyncResult
 from openmirror_nb._core.sources.plan import PlannedTable
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from openmirror_nb._core.sources.table import Source
+
+log = logging.getLogger(__name__)
 
 
 def run_table(runner: Runner, planned: PlannedTable) -> PlanTableRun:
@@ -40,8 +44,24 @@ def run_table(runner: Runner, planned: PlannedTable) -> PlanTableRun:
             return _done(planned, started, "ok", strategy.would_push(runner, planned, frame))
         result = strategy.push(runner, planned, frame)
     except Exception as exc:  # this table's failure is its own: the others run on
-        return _done(planned, started, "failed", one_line(runner.source, exc))
+        line = one_line(runner.source, exc)
+        if not runner.dry_run:
+            _remember(runner.storage, planned.table, line)
+        return _done(planned, started, "failed", line)
+    _remember(runner.storage, planned.table, None)
     return _done(planned, started, "unchanged" if _nothing(result) else "ok", result=result)
+
+
+def _remember(storage: Storage, table: str, error: str | None) -> None:
+    """Record the run's failure (``error``) or its success for ``db.status``; a landing zone that
+    cannot take the record does not change the run's result, it is logged."""
+    try:
+        if error is None:
+            clear_failed_run(storage, table=table)
+        else:
+            record_failed_run(storage, table=table, error=error)
+    except Exception:
+        log.exception("Recording the run of %s for db.status failed", table)
 
 
 def gate(planned: PlannedTable, *, accept_suggested: bool) -> str | None:

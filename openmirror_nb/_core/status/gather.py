@@ -31,6 +31,7 @@ from openmirror_nb._core.landing_zone.table_scan import DataFileInfo, TableScan,
 from openmirror_nb._core.mirror.progress import Applied
 from openmirror_nb._core.model import TableRef
 from openmirror_nb._core.status import naming
+from openmirror_nb._core.status.failed_runs import with_failed_runs
 from openmirror_nb._core.status.mirror_view import MirrorView, mirror_key, read_mirror_view
 from openmirror_nb._core.status.records import NOT_LISTED, STOPPING, Health, TableStatus
 from openmirror_nb._core.status.report import StatusReport
@@ -99,6 +100,7 @@ def build_report(
         listed.pop(mirror_key(loc.schema, loc.name), None)
     statuses += [_gone(m) for m in listed.values()]
     statuses = with_reseeds(statuses, reseeds, table=table)
+    statuses = with_failed_runs(statuses, sources.landing_zone, table=table)
     leftover = [loc for loc in locations if loc.folder in empty]
     foreign = naming.not_tables(sources.landing_zone, leftover) if table is None else []
     return StatusReport(

@@ -19,6 +19,11 @@ from openmirror_nb._core.status.records import ReplicatorStatus
 from openmirror_nb._core.storage.base import Storage
 from openmirror_nb._core.table_names import fold
 
+# A replicator writes its heartbeat after every pass (the local mirror's loop: every 5 s by
+# default, plus the pass itself); one that says Running with no heartbeat for this long is not
+# running. Only the files are judged so: the REST API's statuses are the service's own word.
+STALE_AFTER = 600.0
+
 
 @dataclass(frozen=True)
 class MirrorView:
@@ -74,10 +79,14 @@ def read_mirror_view(
         return ReplicatorStatus("Unknown", source="Files/Monitoring/replicator.json"), {}
     beat = _time(doc.get("lastHeartbeatTime"))
     beat = None if beat is None or beat.year < 2 else beat  # 0001-01-01: never
+    age = max(0.0, (now - beat).total_seconds()) if beat else None
+    status = str(doc.get("status") or "NotStarted")
+    if status == "Running" and age is not None and age > STALE_AFTER:
+        status = "Stale"  # said Running, then stopped beating: a process that crashed or was killed
     replicator = ReplicatorStatus(
-        str(doc.get("status") or "NotStarted"),
+        status,
         heartbeat=beat,
-        heartbeat_age=max(0.0, (now - beat).total_seconds()) if beat else None,
+        heartbeat_age=age,
         error_code=str(doc.get("errorCode") or ""),
         error=str(doc.get("errorMessage") or ""),
         source="Files/Monitoring/replicator.json",

@@ -35,6 +35,7 @@ COLUMNS = (
     "processed_files",
     "blocked_by",
     "error",
+    "run_error",
     "failed_file",
     "last_sequence",
     "processed_rows",
@@ -115,6 +116,8 @@ class TableStatus:
         lag_seconds: How long the oldest pending file has waited (0 with nothing pending).
         reconciliation: Row counts compared, with ``reconcile=True``.
         notes: Anything a source could not tell, in words.
+        run_error: The one-line error of the table's last ``db.run_plan`` run, if it failed to
+            read or publish (the table is ``failed`` until a later run of it succeeds).
         stream_query: The streaming query whose micro-batch the table got last (``db.batch_sink``).
         stream_batch: That batch's id; ``stream_batch_time``: when it was published.
         stream_batch_rows: Change rows that batch published to the table.
@@ -143,6 +146,7 @@ class TableStatus:
     lag_seconds: float | None = None
     reconciliation: Reconciliation | None = None
     notes: tuple[str, ...] = ()
+    run_error: str = ""
     # streamed tables (db.batch_sink)
     stream_query: str | None = None
     stream_batch: int | None = None
@@ -161,7 +165,9 @@ class TableStatus:
         """What to do, one line per problem, worst first."""
         lines: list[str] = []
         blockers = list(self.blockers)
-        if self.health == "failed":
+        if self.run_error:
+            lines.append(f"the last run failed: {self.run_error}")
+        if self.health == "failed" and (self.status == "Failed" or not self.run_error):
             where = f" on file {self.failed_file}" if self.failed_file else ""
             # the listing's word for the failed file (empty, misnamed) is the one to act on
             named = next((b for b in blockers if self.failed_file and b.file == self.failed_file), None)
@@ -209,6 +215,7 @@ class TableStatus:
             "processed_files": self.processed_files,
             "blocked_by": self.blocked_by,
             "error": self.error,
+            "run_error": self.run_error,
             "failed_file": self.failed_file,
             "last_sequence": self.last_sequence,
             "processed_rows": self.processed_rows,
@@ -230,7 +237,9 @@ class TableStatus:
 @dataclass(frozen=True)
 class ReplicatorStatus:
     """The database's replicator: ``Running``, ``Stopped`` (or the REST API's ``Initializing``,
-    ``Starting``...) or ``NotStarted``, its error, and how old its last heartbeat is."""
+    ``Starting``...), ``NotStarted``, or ``Stale`` (its ``replicator.json`` says ``Running`` but
+    its heartbeat is older than ``STALE_AFTER``, 10 min: it is not running), its error, and how
+    old its last heartbeat is."""
 
     status: str
     heartbeat: datetime | None = None
@@ -244,6 +253,8 @@ class ReplicatorStatus:
         """One line: ``replicator Running, heartbeat 12 s ago`` and the error, if any."""
         beat = f", heartbeat {ago(self.heartbeat_age)} ago" if self.heartbeat_age is not None else ""
         error = f"; {self.error_code or 'error'}: {self.error}" if self.error else ""
+        if self.status == "Stale":
+            return f"replicator not running (stale: last said Running){beat}{error}"
         return f"replicator {self.status}{beat}{error}"
 
 
