@@ -153,6 +153,8 @@ _SECRETS = [
     re.compile(r"(?i)(jdbc:oracle:[a-z]+:[^/@\s]+/)[^@\s]+(?=@)"),
 ]
 LINE_LIMIT = 300  # characters of a foreign error's text shown in a line (Java and SDK texts run long)
+# A refusal this package raises inside a Spark job (``raise_error``): its own line, as Spark wraps it.
+_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.+?)(?: SQLSTATE: P0001|$)")
 
 
 def scrub(text: str) -> str:
@@ -172,7 +174,8 @@ def user_line(
     An ``OpenMirrorError`` says it in its own message. An error from the JVM as py4j raises it
     (it carries ``java_exception``) is the Java exception's ``Class: message``, not py4j's text
     with the Java stack trace. Any other error (Spark's, the Azure SDK's, the OS's) becomes
-    ``Type: text``. Whitespace is folded, a foreign error's text cut at ``LINE_LIMIT``
+    ``Type: text``; a refusal this package raised inside a Spark job (``raise_error``) is its
+    own line again. Whitespace is folded, a foreign error's text cut at ``LINE_LIMIT``
     characters; ``what`` prefixes the line as ``what: ...``; secrets are scrubbed from the whole
     line, ``what`` included. ``hide`` removes the caller's own secrets (a source's password) from
     the error's text, before it is cut, so no part of one is left at the cut.
@@ -180,7 +183,10 @@ def user_line(
     java = _java_text(exc)
     text = " ".join((java or str(exc)).split())
     text = scrub(hide(text) if hide is not None else text)
-    if not isinstance(exc, OpenMirrorError):
+    raised = _RAISED.search(text)
+    if raised:
+        text = raised[1]
+    elif not isinstance(exc, OpenMirrorError):
         if len(text) > LINE_LIMIT:
             text = text[: LINE_LIMIT - 1].rstrip() + "…"
         if not java:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import ConfigError, user_line
+from openmirror_nb._core.errors import ConfigError, OpenMirrorError, user_line
+from openmirror_nb._core.sources.column_types import apply_types
 from openmirror_nb._core.sources.passwords import SECRET_PROPERTY, Password, hide, split_url
 from openmirror_nb._core.sources.table import Source, SourceKind, SourceTable
 
@@ -136,6 +137,9 @@ class Jdbc(Source):
 
     def read(self, table: str, *, ranges: tuple[str, int, int, int] | None = None) -> DataFrame:
         """One table of the schema as a Spark DataFrame (read lazily, through Spark's JDBC reader).
+        A PostgreSQL table is read exactly, in any time zone (``pg_read``): its ``numeric``
+        columns without precision (or over 38 digits) as their text, which a plan's ``types``
+        declares (``read_typed``).
 
         ``ranges``: (column, lowest, highest, count): read in ``count`` ranges of the whole-number
         ``column`` at once, over as many connections (Spark's ``partitionColumn``).
@@ -144,18 +148,64 @@ class Jdbc(Source):
             ConfigError: the table cannot be read (gone, no access, a column Spark refuses); the
                 message holds the driver's reason, never a secret.
         """
-        from openmirror_nb._core.runtime import get_spark
-
-        spark = get_spark()
-        properties = self.connection_properties()
-        split = {} if ranges is None else dict(zip(_RANGE_ARGS, ranges, strict=True))
         try:
-            return spark.read.jdbc(self.url, self.qualified(table), properties=properties, **split)
-        except Exception as exc:  # the driver's and Spark's own errors: one line, secrets hidden
+            return self.read_columns(table, ranges=ranges)[0]
+        except Exception as exc:
+            raise self._unreadable(table, exc) from None
+
+    def read_typed(self, table: str, types: Mapping[str, str]) -> DataFrame:
+        """``table`` with the plan's declared column ``types`` (``Source.read_typed``); a column
+        declared ``string`` is read as the database's text.
+
+        Raises:
+            ConfigError: a column whose type needs declaring has none (it would be rounded).
+        """
+        strings = frozenset(c for c, t in types.items() if t == "string")
+        try:
+            frame, untyped = self.read_columns(table, strings=strings)
+        except Exception as exc:
+            raise self._unreadable(table, exc) from None
+        missing = [f"{c} ({t})" for c, t in untyped.items() if c not in types]
+        if missing:
             raise ConfigError(
-                f"Table {table!r} of {self.url} cannot be read ({user_line(exc, hide=self.hide)}); check "
-                "that it exists and that the user may read it."
-            ) from None
+                f"Table {table!r} has {', '.join(missing)}, which no Spark decimal holds whole; declare "
+                "its type in the plan (types: {column: decimal(p,s)} or {column: string}) and plan again."
+            )
+        return apply_types(frame, {c: t for c, t in types.items() if c not in strings}, table=table)
+
+    def read_columns(
+        self,
+        table: str,
+        *,
+        ranges: tuple[str, int, int, int] | None = None,
+        strings: frozenset[str] = frozenset(),
+    ) -> tuple[DataFrame, dict[str, str]]:
+        """``read``'s frame, and its columns read as text because no Spark type holds them whole
+        (column -> the source's type, e.g. ``numeric``); ``strings``: columns read as text. The
+        driver's and Spark's errors are raised as they are."""
+        from openmirror_nb._core.runtime import get_spark
+        from openmirror_nb._core.sources.pg_read import read_exactly
+
+        split = {} if ranges is None else dict(zip(_RANGE_ARGS, ranges, strict=True))
+        exact = read_exactly(self, table, split=split, strings=strings) if self._postgres else None
+        if exact is not None:
+            frame, columns = exact
+            return frame, {c.name: c.shown for c in columns if c.untyped and c.name not in strings}
+        properties = self.connection_properties()
+        return get_spark().read.jdbc(self.url, self.qualified(table), properties=properties, **split), {}
+
+    def _unreadable(self, table: str, exc: Exception) -> Exception:
+        """The driver's and Spark's own errors of a read, in one line without secrets."""
+        if isinstance(exc, OpenMirrorError):
+            return exc
+        return ConfigError(
+            f"Table {table!r} of {self.url} cannot be read ({user_line(exc, hide=self.hide)}); check "
+            "that it exists and that the user may read it."
+        )
+
+    @property
+    def _postgres(self) -> bool:
+        return self.subprotocol == "postgresql"
 
     def read_in_ranges(self, table: str, column: str, parts: int) -> DataFrame | None:
         """``table`` read in ``parts`` ranges of the whole-number ``column`` between its lowest and

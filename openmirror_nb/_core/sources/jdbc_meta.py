@@ -45,6 +45,8 @@ class Jdbc(Protocol):
 
     def qualified(self, table: str, schema: str | None = None) -> str: ...
 
+    def read_columns(self, table: str) -> tuple[Any, dict[str, str]]: ...
+
 
 @dataclass
 class _Described:
@@ -95,11 +97,11 @@ def describe_tables(spark: SparkSession, source: Jdbc) -> dict[str, _Described]:
 
 
 def _with_columns(spark: SparkSession, source: Jdbc, name: str, facts: _Described) -> SourceTable:
-    """The table's Spark schema as the JDBC reader resolves it (one query returning no rows)."""
+    """The table's Spark schema as the source reads it (one query returning no rows), and its
+    columns no Spark type holds whole (``untyped``)."""
     try:
-        schema = spark.read.jdbc(
-            source.url, source.qualified(name), properties=source.connection_properties()
-        ).schema
+        frame, untyped = source.read_columns(name)
+        schema = frame.schema
     except Exception as exc:
         why = user_line(exc, hide=source.hide)
         return SourceTable(
@@ -114,6 +116,7 @@ def _with_columns(spark: SparkSession, source: Jdbc, name: str, facts: _Describe
         unique=facts.unique,
         increasing=tuple(facts.increasing),
         rows=facts.rows,
+        untyped=tuple(untyped.items()),
     )
 
 

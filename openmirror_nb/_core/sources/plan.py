@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -58,6 +59,10 @@ class PlannedTable:
             do: keys only today's rows make unique (rows profiled, distinct values, the risk), or
             ``append`` planned for a keyless table the source numbers rows of (what insert-only
             leaves out). They stop nothing; planning again writes them anew.
+        types: Declared column types, column -> ``decimal(p,s)`` or ``string``, for columns whose
+            source type no Spark type holds whole (PostgreSQL's ``numeric`` without precision):
+            a run converts each value exactly or refuses it (``column_types``). Kept when planning
+            again with ``like=``.
 
     Raises:
         ConfigError: ``feed`` is not a ``FeedOptions``.
@@ -75,6 +80,7 @@ class PlannedTable:
     problems: tuple[str, ...]
     feed: FeedOptions | None = None
     notes: tuple[str, ...] = ()
+    types: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         if self.feed is None:
@@ -129,7 +135,10 @@ class SourcePlan:
         """
         import pandas as pd
 
-        rows = [{n: list(v) if isinstance(v, tuple) else v for n, v in _items(t)} for t in self.tables]
+        rows = [
+            {n: list(v) if isinstance(v, tuple) else v for n, v in _items(t)} | {"types": dict(t.types)}
+            for t in self.tables
+        ]
         return pd.DataFrame(rows, columns=list(FIELDS))
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -179,6 +188,7 @@ class SourcePlan:
             lines.append("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
             lines += [f"      ! {p}" for p in planned.problems]
             lines += [f"      note: {n}" for n in planned.notes]
+            lines += [f"      type: {c} {t}" for c, t in planned.types.items()]
         if len(self.tables) > _SHOWN:
             lines.append(f"  ... and {len(self.tables) - _SHOWN:,} more (plan.to_pandas() has them all)")
         return "\n".join(lines)
@@ -221,16 +231,18 @@ def _items(planned: PlannedTable) -> list[tuple[str, object]]:
 
 
 def _entry(planned: PlannedTable, flow: type[list[str]]) -> dict[str, object]:
-    """A table as its plan file holds it: lists as YAML lists, keys on one line (``flow``); notes
-    and a feed (by the options it sets) only when the table has them (files without stay as
-    before)."""
+    """A table as its plan file holds it: lists as YAML lists, keys on one line (``flow``); notes,
+    types and a feed (by the options it sets) only when the table has them (files without stay
+    as before)."""
     entry: dict[str, object] = {
         n: flow(planned.keys) if n == "keys" else list(v) if isinstance(v, tuple) else v
         for n, v in _items(planned)
-        if n not in ("feed", "notes")
+        if n not in ("feed", "notes", "types")
     }
     if planned.notes:
         entry["notes"] = list(planned.notes)
+    if planned.types:
+        entry["types"] = dict(planned.types)
     if planned.feed is not None:
         entry["feed"] = {n: flow(v) if n == "order_by" else v for n, v in changed(planned.feed).items()}
     return entry

@@ -8,6 +8,7 @@ from typing import Any, NoReturn, TypeVar
 
 from openmirror_nb._core.errors import ConfigError, InvalidNameError, did_you_mean
 from openmirror_nb._core.feed_options import FEED_FIELDS, FeedOptions
+from openmirror_nb._core.sources.column_types import parse_type
 from openmirror_nb._core.sources.plan import FIELDS, KEY_ORIGINS, PlannedTable
 from openmirror_nb._core.sources.plan_strategy import (
     DEFAULT,
@@ -117,8 +118,9 @@ class Shape:
         )
         enabled = self.flag(entry.get("enabled", True), f"{what}: enabled")
         feed = self.feed(entry.get("feed"), what)
+        types = self.types(entry.get("types", {}), what)
         row = (source, table, keys, origin, strategy, watermark, deletes, enabled, rows, problems, feed)
-        planned: PlannedTable = self.checked(what, lambda: PlannedTable(*row, notes=notes))
+        planned: PlannedTable = self.checked(what, lambda: PlannedTable(*row, notes=notes, types=types))
         unread = feed_problem(planned)
         if unread:
             self.fail(f"{what}: {unread}")
@@ -133,6 +135,17 @@ class Shape:
         if "order_by" in entry:
             entry["order_by"] = self.list(entry["order_by"], f"{what}: feed order_by")
         return self.checked(f"{what}: feed", lambda: FeedOptions(**entry))
+
+    def types(self, value: Any, what: str) -> dict[str, str]:
+        """A table's declared column ``types``: column -> ``decimal(p,s)`` or ``string``."""
+        entry = self.mapping(value, f"{what}: types")
+        for column, text in entry.items():
+            self.text(column, f"{what}: types column")
+            try:
+                parse_type(text, column=column)
+            except ConfigError as exc:
+                self.fail(f"{what}: {str(exc).rstrip('.')}")
+        return {str(c): str(t).strip().lower() for c, t in entry.items()}
 
     def strategy(self, value: Any, what: str) -> None:
         names = strategy_names()

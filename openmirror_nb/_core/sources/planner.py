@@ -19,6 +19,7 @@ from openmirror_nb._core.errors import ConfigError, InvalidNameError
 from openmirror_nb._core.keys import key_suggestions
 from openmirror_nb._core.sources import notes
 from openmirror_nb._core.sources import problems as check
+from openmirror_nb._core.sources.column_types import apply_types, type_problems
 from openmirror_nb._core.sources.plan import KeyOrigin, PlannedTable, SourcePlan, Strategy
 from openmirror_nb._core.sources.plan_strategy import PlanStrategy, get_strategy, strategy_for
 from openmirror_nb._core.sources.registry import lacking
@@ -119,6 +120,7 @@ def _plan_table(
         rows=table.rows,
         problems=(),
         feed=before.feed if before else None,
+        types=dict(before.types) if before else {},
     )
     if table.unreadable or table.schema is None:
         return replace(planned, problems=(table.unreadable or "its columns are unknown",))
@@ -129,8 +131,11 @@ def _plan_table(
     if not rules.keys and watermark is not None and watermark in table.increasing:
         noted.append(notes.insert_only(watermark))
     planned = replace(planned, keys=chosen.keys, key_origin=chosen.origin, notes=tuple(noted))
+    found = type_problems(table.schema, planned.types, dict(table.untyped))
     empty = spark.createDataFrame([], table.schema)
-    found = check.column_problems(empty)
+    if not found:  # the columns as a run reads them, the declared types applied
+        empty = apply_types(empty, planned.types, table=table.name)
+    found += check.column_problems(empty)
     if chosen.problem and not existing:
         found.append(chosen.problem)
     found += check.key_problems(empty, planned, existing)

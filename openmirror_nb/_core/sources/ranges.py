@@ -26,8 +26,8 @@ def split(source: Source, planned: PlannedTable, frame: DataFrame) -> DataFrame:
     estimate) the same table read in ranges of its watermark or one-column key when that is a
     whole number and the source reads so (JDBC: filters and column choices on the result still
     run in the database)."""
-    if (planned.rows or 0) < SPLIT_ROWS:
-        return frame
+    if (planned.rows or 0) < SPLIT_ROWS or planned.types:
+        return frame  # a read in ranges takes no declared types (Source.read_in_ranges)
     candidates = [planned.watermark, *(planned.keys if len(planned.keys) == 1 else ())]
     column = next((c for c in candidates if c and integral(frame, c)), None)
     if column is None:

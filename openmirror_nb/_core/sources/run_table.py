@@ -89,9 +89,10 @@ def gate(planned: PlannedTable, *, accept_suggested: bool) -> str | None:
 
 
 def read_source(source: Source, planned: PlannedTable) -> DataFrame:
-    """The source table, lazily; a table that is gone or a source that cannot be reached fails here."""
+    """The source table, lazily, with the plan's declared column types; a table that is gone, a
+    source that cannot be reached or a column whose type needs declaring fails here."""
     try:
-        return source.read(planned.source)
+        return source.read_typed(planned.source, planned.types)
     except OpenMirrorError:
         raise
     except Exception as exc:

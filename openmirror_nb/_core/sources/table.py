@@ -40,6 +40,9 @@ class SourceTable:
             statistics); ``None`` when unknown.
         change_feed: A Delta table with its change data feed on (``delta_sync`` reads it).
         unreadable: Why the table's columns cannot be read (its other facts are then empty).
+        untyped: Columns whose source type no Spark type holds whole (PostgreSQL's ``numeric``
+            without precision): name and source type. They are read as text, and a plan needs
+            their type declared (``PlannedTable.types``).
     """
 
     name: str
@@ -50,6 +53,7 @@ class SourceTable:
     rows: int | None = None
     change_feed: bool = False
     unreadable: str | None = None
+    untyped: tuple[tuple[str, str], ...] = ()
     schema: StructType | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -147,6 +151,16 @@ class Source(Protocol):
         """Whether a secret was given as a value, which a saved plan leaves out (its file then says
         so). Default ``False``."""
         return False
+
+    def read_typed(self, table: str, types: Mapping[str, str]) -> DataFrame:
+        """``table`` with a plan's declared column ``types`` (column -> ``decimal(p,s)`` or
+        ``string``), each value converted exactly or refused when read, in one line naming the
+        table, column and value. Default: ``read``, then the conversions on Spark; a source whose
+        reader would lose digits before Spark sees them reads those columns as text here
+        (``om.Jdbc``)."""
+        from openmirror_nb._core.sources.column_types import apply_types
+
+        return apply_types(self.read(table), types, table=table)
 
     def hide(self, text: str) -> str:
         """``text`` (a driver's or Spark's message) with the source's secrets replaced by ``***``.

@@ -9,6 +9,7 @@ reads strictly past it, which is why it needs a column the source numbers rows b
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType
 
 _TIMES = ("timestamp", "timestamp_ntz")
+# A frame's attribute (set by the source that read it) filtering its rows in the source: (column,
+# bound, inclusive) -> the frame of the rows past bound, or None when it cannot for that column.
+ROWS_PAST = "openmirror_rows_past"
 _INTEGRAL = ("byte", "short", "integer", "long")
 _DAY = 86400.0
 
@@ -43,10 +47,30 @@ def past(frame: DataFrame, column: str, mark: str | None, *, overlap: float = 0.
     if mark is None:
         return frame
     kind = _kind(frame, column)
+    inclusive = overlap > 0 and kind in (*_TIMES, "date")
+    in_source = _in_source(frame, column, kind, mark, overlap, inclusive)
+    if in_source is not None:
+        return in_source
     bound = _literal(mark, kind, frame.schema[column].dataType, overlap)
-    if overlap > 0 and kind in (*_TIMES, "date"):
-        return frame.where(_col(column) >= bound)
-    return frame.where(_col(column) > bound)
+    return frame.where(_col(column) >= bound) if inclusive else frame.where(_col(column) > bound)
+
+
+def _in_source(
+    frame: DataFrame, column: str, kind: str, mark: str, overlap: float, inclusive: bool
+) -> DataFrame | None:
+    """The rows past ``mark`` filtered where the source reads them, when the frame is one a source
+    converts date-times on Spark (``pg_read``: Spark cannot hand a filter on a converted column to
+    the database) and says how (``ROWS_PAST``: the bound as microseconds or days since 1970)."""
+    rows_past = frame.__dict__.get(ROWS_PAST)
+    if rows_past is None or kind not in (*_TIMES, "date"):
+        return None
+    if kind == "date":
+        day = dt.date.fromisoformat(mark) - dt.timedelta(days=math.ceil(overlap / _DAY) if overlap > 0 else 0)
+        bound = (day - dt.date(1970, 1, 1)).days
+    else:
+        bound = int(mark) - int(overlap * 1_000_000)
+    found: DataFrame | None = rows_past(column, bound, inclusive)
+    return found
 
 
 def upto(frame: DataFrame, column: str, mark: str) -> DataFrame:
