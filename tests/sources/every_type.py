@@ -4,8 +4,8 @@ under other time zones, each in a process of its own (``python -m tests.sources.
 JVM's time zone is fixed when it starts).
 
 ``python -m tests.sources.every_type URL DB`` (password in ``ERP_PASSWORD``) starts a Spark
-session in the zone ``TZ`` names, its session time zone the same, mirrors the table and a pushed
-frame of the same instants into a local database at ``DB``, and prints what ``lzcheck replay``
+session in the zone ``TZ`` names, its session time zone the same, mirrors the table, and a pushed
+and a streamed frame of the same instants, into a local database at ``DB``, and prints what ``lzcheck replay``
 gives for each as JSON.
 """
 
@@ -115,15 +115,31 @@ def replayed(lz: Path, table: str) -> list[dict[str, Any]]:
     return sorted(verdict(lz, table), key=lambda r: r["id"])
 
 
-def pushed(db: Any) -> None:
-    """The same instants pushed from a frame the session builds (its zone must not matter)."""
+INSTANTS = [(1, -62135596800000000, -719162), (2, 253402300799999999, 2932896),
+            (3, -14826628800000000, -171605), (4, 1772937000000000, 20520)]  # fmt: skip
+_AS_TIMES = "id, timestamp_micros(us) AS ts, date_from_unix_date(days) AS d"
+
+
+def pushed(db: Any, folder: Path) -> None:
+    """The same instants pushed from a frame the session builds, and streamed from JSON lines
+    (the session's zone must not matter to either)."""
     spark = db_spark()
-    frame = spark.sql(
-        "SELECT id, timestamp_micros(us) AS ts, date_from_unix_date(days) AS d FROM VALUES "
-        "(1, -62135596800000000, -719162), (2, 253402300799999999, 2932896), "
-        "(3, -14826628800000000, -171605), (4, 1772937000000000, 20520) AS t(id, us, days)"
+    rows = ", ".join(map(str, INSTANTS))
+    db.push(
+        spark.sql(f"SELECT {_AS_TIMES} FROM VALUES {rows} AS t(id, us, days)"),
+        table="typed.pushed",
+        keys=["id"],
     )
-    db.push(frame, table="typed.pushed", keys=["id"])
+    feed = folder / "feed"
+    feed.mkdir(parents=True)
+    lines = [json.dumps({"id": i, "us": us, "days": days, "op": 0}) for i, us, days in INSTANTS]
+    (feed / "0.json").write_text("\n".join(lines) + "\n")
+    stream = spark.readStream.schema("id INT, us BIGINT, days INT, op INT").json(str(feed))
+    ms = db.mirror_stream(
+        stream.selectExpr(*_AS_TIMES.split(", "), "op"), table="typed.streamed", keys=["id"], op_column="op",
+        checkpoint=folder / "checkpoint",
+    )  # fmt: skip
+    assert ms.await_termination(timeout=600) is True and ms.error is None, ms
 
 
 def db_spark() -> Any:
@@ -154,9 +170,9 @@ def main() -> None:
     db = om.connect(lz)
     run = mirror(db, url)
     assert run.ok, run
-    pushed(db)
+    pushed(db, lz.parent)
     zone_lz = db.target.landing_zone
-    found = {"every_type": replayed(zone_lz, "typed.every_type"), "pushed": replayed(zone_lz, "typed.pushed")}
+    found = {t: replayed(zone_lz, f"typed.{t}") for t in ("every_type", "pushed", "streamed")}
     print("ROWS " + json.dumps({k: as_json(v) for k, v in found.items()}))
 
 

@@ -5,7 +5,7 @@ The table of ``every_type.py`` holds each family at its edges: ``numeric`` witho
 over 38 digits (planned with a problem until the plan declares ``types``), ``money``,
 ``timestamp`` and ``timestamptz`` from year 1 to 9999 and before 1582, ``date``, ``time``,
 ``interval``, ``uuid``, ``bytea``, ``json``/``jsonb``, arrays, an enum, ``bit``, ``inet``. The
-mirror is judged by the contract checker's replay. The same plan and a pushed frame are then run
+mirror is judged by the contract checker's replay. The same plan, a pushed and a streamed frame are run
 in a process whose JVM and Spark session are in ``Asia/Kolkata`` (a half-hour offset) and in
 ``America/New_York`` (daylight saving), and must give the same rows.
 """
@@ -136,8 +136,8 @@ def test_infinity_is_refused_with_the_fix_then_kept_as_text(typed, postgres, db)
 
 @pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/New_York"])
 def test_the_time_zone_changes_nothing(mirrored, typed, zone, tmp_path):
-    """The same plan, and a pushed frame, in a process whose JVM and Spark session are in
-    ``zone``: the rows the UTC run mirrored (``mirrored``), and the instants pushed."""
+    """The same plan, a pushed and a streamed frame, in a process whose JVM and Spark session are
+    in ``zone``: the rows the UTC run mirrored (``mirrored``), and the instants pushed."""
     db, _ = mirrored
     env = {**os.environ, "TZ": zone, "ERP_PASSWORD": PASSWORD, "PYTHONPATH": str(REPO)}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
@@ -150,4 +150,4 @@ def test_the_time_zone_changes_nothing(mirrored, typed, zone, tmp_path):
     found = json.loads(lines[0][5:])
     utc = every_type.replayed(db.target.landing_zone, "typed.every_type")
     assert found["every_type"] == every_type.as_json(utc)
-    assert found["pushed"] == every_type.as_json(PUSHED)
+    assert found["pushed"] == found["streamed"] == every_type.as_json(PUSHED)
