@@ -151,3 +151,17 @@ def test_the_time_zone_changes_nothing(mirrored, typed, zone, tmp_path):
     utc = every_type.replayed(db.target.landing_zone, "typed.every_type")
     assert found["every_type"] == every_type.as_json(utc)
     assert found["pushed"] == found["streamed"] == every_type.as_json(PUSHED)
+
+
+def test_a_watermark_on_a_converted_column_is_still_filtered_in_the_database(typed):
+    from openmirror_nb._core.sources.watermark import past
+
+    frame = every_type.source(typed).read_typed(every_type.TABLE, every_type.TYPES)
+    rows = past(frame, "ts", "1772937000000000", overlap=1)  # 2026-03-08 02:30 UTC, less a second
+    plan = rows._jdf.queryExecution().executedPlan().toString()
+    assert "GreaterThanOrEqual(ts,1772936999000000)" in plan  # microseconds, compared in PostgreSQL
+    assert [r["id"] for r in rows.select("id").collect()] == [2, 4]  # 9999-12-31 and 2026-03-08
+    assert rows.schema["n_exact"].dataType.simpleString() == "decimal(38,21)"  # the declared type kept
+    days = past(frame, "d", "2026-03-08")
+    assert "GreaterThan(d,20520)" in days._jdf.queryExecution().executedPlan().toString()
+    assert [r["id"] for r in days.select("id").collect()] == [2]

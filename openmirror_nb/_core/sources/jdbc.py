@@ -16,6 +16,7 @@ from openmirror_nb._core.errors import ConfigError, OpenMirrorError, user_line
 from openmirror_nb._core.sources.column_types import apply_types
 from openmirror_nb._core.sources.passwords import SECRET_PROPERTY, Password, hide, split_url
 from openmirror_nb._core.sources.table import Source, SourceKind, SourceTable
+from openmirror_nb._core.sources.watermark import keep_rows_past
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -171,7 +172,8 @@ class Jdbc(Source):
                 f"Table {table!r} has {', '.join(missing)}, which no Spark decimal holds whole; declare "
                 "its type in the plan (types: {column: decimal(p,s)} or {column: string}) and plan again."
             )
-        return apply_types(frame, {c: t for c, t in types.items() if c not in strings}, table=table)
+        decimals = {c: t for c, t in types.items() if c not in strings}
+        return keep_rows_past(frame, lambda rows: apply_types(rows, decimals, table=table))
 
     def read_columns(
         self,

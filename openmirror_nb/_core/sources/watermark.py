@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ConfigError
@@ -71,6 +72,21 @@ def _in_source(
         bound = int(mark) - int(overlap * 1_000_000)
     found: DataFrame | None = rows_past(column, bound, inclusive)
     return found
+
+
+def keep_rows_past(frame: DataFrame, then: Callable[[DataFrame], DataFrame]) -> DataFrame:
+    """``then(frame)``, still filtering rows past a watermark where ``frame``'s source reads them
+    (its ``ROWS_PAST``), ``then`` applied to those rows too."""
+    made = then(frame)
+    rows_past = frame.__dict__.get(ROWS_PAST)
+    if rows_past is not None and made is not frame:
+
+        def past_then(column: str, bound: int, inclusive: bool) -> DataFrame | None:
+            rows = rows_past(column, bound, inclusive)
+            return None if rows is None else then(rows)
+
+        made.__dict__[ROWS_PAST] = past_then
+    return made
 
 
 def upto(frame: DataFrame, column: str, mark: str) -> DataFrame:
