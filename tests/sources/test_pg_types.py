@@ -134,23 +134,31 @@ def test_infinity_is_refused_with_the_fix_then_kept_as_text(typed, postgres, db)
         postgres.sql(f"DROP TABLE {every_type.SCHEMA}.endless;")
 
 
-@pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/New_York"])
-def test_the_time_zone_changes_nothing(mirrored, typed, zone, tmp_path):
-    """The same plan, a pushed and a streamed frame, in a process whose JVM and Spark session are
-    in ``zone``: the rows the UTC run mirrored (``mirrored``), and the instants pushed."""
+ZONES = ("Asia/Kolkata", "America/New_York")  # a half-hour offset; daylight saving
+
+
+def test_the_time_zone_changes_nothing(mirrored, typed, tmp_path):
+    """The same plan, a pushed and a streamed frame, in processes whose JVM and Spark session are
+    in each of ``ZONES`` (both at once): the rows the UTC run mirrored (``mirrored``), and the
+    instants pushed."""
     db, _ = mirrored
-    env = {**os.environ, "TZ": zone, "ERP_PASSWORD": PASSWORD, "PYTHONPATH": str(REPO)}
-    env.pop("PYSPARK_SUBMIT_ARGS", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.sources.every_type", typed, str(tmp_path / "db")],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
-    lines = [line for line in done.stdout.splitlines() if line.startswith("ROWS ")]
-    assert done.returncode == 0 and lines, done.stderr[-3000:]
-    found = json.loads(lines[0][5:])
-    utc = every_type.replayed(db.target.landing_zone, "typed.every_type")
-    assert found["every_type"] == every_type.as_json(utc)
-    assert found["pushed"] == found["streamed"] == every_type.as_json(PUSHED)
+    runs = {}
+    for zone in ZONES:
+        env = {**os.environ, "TZ": zone, "ERP_PASSWORD": PASSWORD, "PYTHONPATH": str(REPO)}
+        env.pop("PYSPARK_SUBMIT_ARGS", None)
+        where = tmp_path / zone.replace("/", "_") / "db"
+        runs[zone] = subprocess.Popen(
+            [sys.executable, "-m", "tests.sources.every_type", typed, str(where)],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    utc = every_type.as_json(every_type.replayed(db.target.landing_zone, "typed.every_type"))
+    for zone, child in runs.items():
+        out, err = child.communicate(timeout=600)
+        lines = [line for line in out.splitlines() if line.startswith("ROWS ")]
+        assert child.returncode == 0 and lines, f"{zone}: {err[-3000:]}"
+        found = json.loads(lines[0][5:])
+        assert found["every_type"] == utc, zone
+        assert found["pushed"] == found["streamed"] == every_type.as_json(PUSHED), zone
 
 
 def test_a_watermark_on_a_converted_column_is_still_filtered_in_the_database(typed):
