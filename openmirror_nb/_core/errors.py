@@ -153,8 +153,10 @@ _SECRETS = [
     re.compile(r"(?i)(jdbc:oracle:[a-z]+:[^/@\s]+/)[^@\s]+(?=@)"),
 ]
 LINE_LIMIT = 300  # characters of a foreign error's text shown in a line (Java and SDK texts run long)
-# A refusal this package raises inside a Spark job (``raise_error``): its own line, as Spark wraps it.
-_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.+?)(?: SQLSTATE: P0001|$)")
+# A refusal this package raises inside a Spark job (``raise_error``) starts with this mark, so that its
+# line is found again in whatever Spark wraps it in (Spark 3.5: a cause of TASK_WRITE_FAILED).
+REFUSAL_MARK = "[openmirror] "
+_RAISED = re.compile(re.escape(REFUSAL_MARK) + r"(.+?)(?: SQLSTATE: P0001| at [\w$.]+\(|$)")
 
 
 def scrub(text: str) -> str:
@@ -183,7 +185,7 @@ def user_line(
     java = _java_text(exc)
     text = " ".join((java or str(exc)).split())
     text = scrub(hide(text) if hide is not None else text)
-    raised = _RAISED.search(text)
+    raised = _RAISED.search(_refusal(exc)) or _RAISED.search(text)
     if raised:
         text = raised[1]
     elif not isinstance(exc, OpenMirrorError):
@@ -193,6 +195,23 @@ def user_line(
             text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     text = text or type(exc).__name__
     return f"{scrub(what)}: {text}" if what else text
+
+
+def _refusal(exc: BaseException) -> str:
+    """The message of the cause, in the Java exception ``exc`` carries, that is this package's
+    refusal (``REFUSAL_MARK``); empty when none is."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        for _ in range(12):  # a cause chain is short; a cycle must not hang the error's line
+            if java is None:
+                return ""
+            message = str(java.getMessage() or "")
+            if REFUSAL_MARK in message:
+                return " ".join(message.split())
+            java = java.getCause()
+    except Exception:  # a dead gateway: no cause to ask
+        return ""
+    return ""
 
 
 def _java_text(exc: BaseException) -> str:

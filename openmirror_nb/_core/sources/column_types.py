@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.errors import ConfigError, did_you_mean
+from openmirror_nb._core.errors import REFUSAL_MARK, ConfigError, did_you_mean
 from openmirror_nb._core.identifiers import quoted
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def _exact_decimal(value: Column, kind: str, declared: tuple[int, int], *, table
         fits = converted.isNotNull() & (converted == value)
     refused = F.raise_error(
         F.concat(
-            F.lit(f"Table {table} column {column!r} holds "),
+            F.lit(f"{REFUSAL_MARK}Table {table} column {column!r} holds "),
             shown(value.cast("string")),
             F.lit(
                 f", which {target} (declared in the plan's types) does not hold without rounding; nothing "

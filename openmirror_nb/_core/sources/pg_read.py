@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb._core.errors import REFUSAL_MARK
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.sources.column_types import MAX_DIGITS, apply_types, shown
 from openmirror_nb._core.sources.watermark import ROWS_PAST
@@ -182,7 +183,7 @@ def converted(frame: DataFrame, columns: list[PgColumn], strings: frozenset[str]
             back = F.date_from_unix_date(value) if kind == "date" else F.timestamp_micros(value)
             refused = F.raise_error(
                 F.concat(
-                    F.lit(f"Table {table} column {column.name!r} holds "),
+                    F.lit(f"{REFUSAL_MARK}Table {table} column {column.name!r} holds "),
                     shown(bad),
                     F.lit(
                         f", which no mirrored {'date' if kind == 'date' else 'timestamp'} holds; nothing "
