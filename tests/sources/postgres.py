@@ -97,10 +97,13 @@ class PostgresServer:
         return done.stdout
 
     def sql(self, statements: str, *, database: str = DATABASE) -> str:
-        """Run ``statements`` in one ``psql`` session (stops at the first error); its output."""
+        """Run ``statements`` in one ``psql`` session (stops at the first error); its output. The
+        session's table counters reach the statistics before it ends (a run after it asks them
+        whether a table changed), its output not."""
+        flushed = statements + "\n;SELECT pg_stat_force_next_flush() \\g /dev/null\n"
         return self._run(
             str(self.bin / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", str(self.root),
-            "-p", str(self.port), "-U", SUPERUSER, "-d", database, "-A", "-t", stdin=statements,
+            "-p", str(self.port), "-U", SUPERUSER, "-d", database, "-A", "-t", stdin=flushed,
         )  # fmt: skip
 
     def start(self) -> None:

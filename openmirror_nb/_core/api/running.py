@@ -26,6 +26,7 @@ class Running(DatabaseBase):
         accept_suggested: bool = False,
         overlap: float = OVERLAP_SECONDS,
         progress: Progress = None,
+        reread: bool = False,
     ) -> PlanRun:
         """Mirror every enabled table of ``plan``, ``parallel`` tables at a time.
 
@@ -41,7 +42,10 @@ class Running(DatabaseBase):
         One table's failure (its source table gone, its keys changed, duplicate or NULL keys, the
         source unreachable) is that table's ``failed`` result with a one-line error; the other
         tables run, and a failed push leaves its table byte-for-byte as it was. A rerun publishes
-        only what changed: an unchanged table writes nothing but its last-checked record.
+        only what changed: an unchanged table writes nothing but its last-checked record. A table
+        whose source says it has not changed since the last run read it (a Delta table's version,
+        PostgreSQL's statistics: ``Source.version``) is not read at all, and is ``unchanged`` with
+        the reason.
 
         Args:
             plan: From ``db.plan_sources`` or ``om.load_plan``.
@@ -54,6 +58,7 @@ class Running(DatabaseBase):
             progress: Called with every push's progress events (``event.table`` says which table;
                 events come from several threads at once). Default: in IPython, one line per
                 table as its push ends (``TextProgress``); nothing in scripts; ``False``: nothing.
+            reread: Read every table, also those whose source says they have not changed.
 
         Returns:
             PlanRun: per table its status (ok, unchanged, skipped, failed), reason and push result.
@@ -89,6 +94,7 @@ class Running(DatabaseBase):
             dry_run=dry_run,
             overlap=float(overlap),
             progress=progress or None,
+            reread=bool(reread),
         )
         return run_plan(runner, plan, parallel=parallel)
 

@@ -110,6 +110,14 @@ class Catalog(Source):
             return str(detail["location"])
         return None
 
+    def version(self, table: str) -> str | None:
+        """A Delta table's latest version and its id, from its log (``Source.version``); ``None``
+        for a view or a table of another format, which every run reads."""
+        from openmirror_nb._core.runtime import get_spark
+        from openmirror_nb._core.sources.delta_version import catalog_version
+
+        return catalog_version(get_spark(), self.qualified(table))
+
     def to_dict(self) -> dict[str, Any]:
         """The source as a saved plan holds it."""
         return {"kind": self.kind, "database": self.database}

@@ -95,6 +95,13 @@ class DeltaFolder(Source):
         """Where one table's files are (``uri``): every table of the folder is a Delta table."""
         return self.uri(table)
 
+    def version(self, table: str) -> str:
+        """The table's latest Delta version and its id, from its log (``Source.version``)."""
+        from openmirror_nb._core.runtime import get_spark
+        from openmirror_nb._core.sources.delta_version import delta_version
+
+        return delta_version(get_spark(), self.uri(table))
+
     def read(self, table: str) -> DataFrame:
         """One table at its latest version as a Spark DataFrame (``om.read_delta``)."""
         from openmirror_nb._core.pipeline.delta.sync import read_delta

@@ -254,6 +254,16 @@ class Jdbc(Source):
         """``text`` (a driver's or Spark's message) with this source's secrets replaced by ``***``."""
         return hide(text, [self._password.value, self._resolved, *self._secret_properties.values()])
 
+    def version(self, table: str) -> str | None:
+        """A PostgreSQL table's version (``Source.version``): a digest of its statistics' row
+        counts, its files and its columns, asked over one connection (``pg_version``). ``None``
+        for other databases, and where PostgreSQL's counters may miss a change (``track_counts``
+        off, a standby): the run reads the table."""
+        from openmirror_nb._core.runtime import get_spark
+        from openmirror_nb._core.sources.pg_version import pg_version
+
+        return pg_version(get_spark(), self, table) if self._postgres else None
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Jdbc:
         """The source a saved plan describes, which holds no secret: a password, or a URL or

@@ -15,8 +15,10 @@ if TYPE_CHECKING:
 
 RunStatus = Literal["ok", "unchanged", "skipped", "failed"]
 """What became of one planned table: ``ok`` (published, or with ``dry_run`` would push),
-``unchanged`` (nothing to publish: only its last-checked record was written), ``skipped`` (not run,
-and ``reason`` says why) or ``failed`` (``reason`` is its one-line error)."""
+``unchanged`` (nothing to publish: only its last-checked record was written; or, when its source
+says it has not changed since the last run read it, not read and nothing written, which
+``reason`` then says), ``skipped`` (not run, and ``reason`` says why) or ``failed`` (``reason`` is
+its one-line error)."""
 _COLOURS = {"ok": "#2e7d32", "unchanged": "#616161", "skipped": "#ef6c00", "failed": "#c62828"}
 _SHOWN = 500  # rows of the plain and HTML views; to_pandas() has every table
 
@@ -125,10 +127,19 @@ class PlanRun:
         columns = ["source", "table", "strategy", "status", "reason", "rows", "bytes", "sequence_numbers"]
         return pd.DataFrame(rows, columns=[*columns, "seconds"])
 
+    @property
+    def unread(self) -> list[PlanTableRun]:
+        """The unchanged tables that were not read: their source says they have not changed since
+        the last run read them (``Source.version``)."""
+        return [t for t in self.tables if t.status == "unchanged" and t.result is None]
+
     def summary(self) -> str:
-        """One line: how many tables ended how."""
+        """One line: how many tables ended how (and how many unchanged ones were not read)."""
         what = "PlanRun (dry run)" if self.dry_run else "PlanRun"
-        counts = ", ".join(f"{n:,} {s}" for s, n in self.counts.items() if n)
+        unread = len(self.unread)
+        said = f"{unread:,} " if unread < self.counts["unchanged"] else ""
+        notes = {"unchanged": f" ({said}not read: the source says so)" if unread else ""}
+        counts = ", ".join(f"{n:,} {s}{notes.get(s, '')}" for s, n in self.counts.items() if n)
         return f"{what} of {len(self.tables):,} tables in {self.seconds:.1f} s: {counts or 'nothing to do'}"
 
     def __repr__(self) -> str:

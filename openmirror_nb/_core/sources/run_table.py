@@ -1,7 +1,8 @@
 """One planned table in a run of ``db.run_plan``: the gates (disabled, no key, keys only suggested,
-problems in the plan), the run-time checks (the source table is there and readable, the keys are
-the mirrored table's), then its strategy's push. Whatever goes wrong becomes this table's one-line
-``failed``; nothing here stops another table."""
+problems in the plan), the source's word that the table has not changed since the last run
+(``unchanged``: then it is not read), the run-time checks (the source table is there and
+readable, the keys are the mirrored table's), then its strategy's push. Whatever goes wrong
+becomes this table's one-line ``failed``; nothing here stops another table."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from openmirror_nb._core.sources.plan import PlannedTable
 from openmirror_nb._core.sources.plan_strategy import feed_problem, get_strategy
 from openmirror_nb._core.sources.run_result import PlanTableRun
 from openmirror_nb._core.sources.runner import Runner
+from openmirror_nb._core.sources.unchanged import Asked, ask, remember, unchanged
 from openmirror_nb._core.storage.base import Storage
 
 if TYPE_CHECKING:
@@ -38,6 +40,10 @@ def run_table(runner: Runner, planned: PlannedTable) -> PlanTableRun:
         skipped = gate(planned, accept_suggested=runner.accept_suggested)
         if skipped:
             return _done(planned, started, "skipped", skipped)
+        asked = ask(runner.source, planned)  # before the read: a change during it is seen next time
+        same = unchanged(runner, planned, asked)
+        if same:
+            return _done(planned, started, "unchanged", same)
         frame = read_source(runner.source, planned)
         check_keys(runner.storage, planned)
         if runner.dry_run:
@@ -46,22 +52,30 @@ def run_table(runner: Runner, planned: PlannedTable) -> PlanTableRun:
     except Exception as exc:  # this table's failure is its own: the others run on
         line = one_line(runner.source, exc)
         if not runner.dry_run:
-            _remember(runner.storage, planned.table, line)
+            _remember(runner.storage, planned, line)
         return _done(planned, started, "failed", line)
-    _remember(runner.storage, planned.table, None)
+    _remember(runner.storage, planned, None, asked, result)
     return _done(planned, started, "unchanged" if _nothing(result) else "ok", result=result)
 
 
-def _remember(storage: Storage, table: str, error: str | None) -> None:
-    """Record the run's failure (``error``) or its success for ``db.status``; a landing zone that
-    cannot take the record does not change the run's result, it is logged."""
+def _remember(
+    storage: Storage,
+    planned: PlannedTable,
+    error: str | None,
+    asked: Asked | None = None,
+    result: PushResult | SyncResult | None = None,
+) -> None:
+    """Record the run's failure (``error``) or its success for ``db.status``, and the source's
+    version the success read (forgotten on a failure); a landing zone that cannot take the
+    records does not change the run's result, it is logged."""
+    remember(storage, planned, asked if error is None else None, result)
     try:
         if error is None:
-            clear_failed_run(storage, table=table)
+            clear_failed_run(storage, table=planned.table)
         else:
-            record_failed_run(storage, table=table, error=error)
+            record_failed_run(storage, table=planned.table, error=error)
     except Exception:
-        log.exception("Recording the run of %s for db.status failed", table)
+        log.exception("Recording the run of %s for db.status failed", planned.table)
 
 
 def gate(planned: PlannedTable, *, accept_suggested: bool) -> str | None:

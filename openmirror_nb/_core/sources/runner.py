@@ -28,6 +28,7 @@ class Runner:
     dry_run: bool
     overlap: float
     progress: ProgressCallback | None
+    reread: bool = False  # read every table, even one its source says has not changed
 
     def push(self, planned: PlannedTable, frame: DataFrame) -> PushResult:
         """``frame`` pushed as a snapshot of ``planned``'s table (diffed against its last push),

@@ -1,7 +1,7 @@
 """What a source says about one of its tables (``SourceTable``), and everything the planner, the
 runner, the panels and the magics use of a source (``Source``): its tables, the rows of one, its
 description as a saved plan keeps it, and the optional parts (secrets to hide, where a Delta table's
-files are, a read in parallel ranges) with their neutral defaults."""
+files are, a read in parallel ranges, a table's version) with their neutral defaults."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class Source(Protocol):
 
     Every member the package uses of a source is here. ``kind``, ``discover``, ``read`` and
     ``to_dict`` are the source's own; the others have a neutral default (no secrets, no Delta
-    table, no parallel read, the constructor's keywords as the saved entries), which a class
+    table, no parallel read, no version, the constructor's keywords as the saved entries), which a class
     subclassing ``om.Source`` inherits. A kind of your own is registered with
     ``om.register_source`` so that a saved plan of it loads again; the built-in ones
     (``om.Catalog``, ``om.Jdbc``, ``om.DeltaFolder``) are registered the same way.
@@ -176,6 +176,14 @@ class Source(Protocol):
         """``table`` read in ``parts`` ranges of its whole-number ``column`` at once, over as many
         connections, for a large table (a run asks for it past a million rows). Default ``None``:
         the source reads no faster so, and the run reads it whole."""
+        return None
+
+    def version(self, table: str) -> str | None:
+        """What identifies ``table``'s content now, as cheaply as the source can say it (a Delta
+        table's version, PostgreSQL's statistics of the table), without reading its rows. A run
+        asks before it reads the table, and leaves it unread when the answer is the one the last
+        run that read it got (``db.run_plan``); so it must change whenever the table's rows or
+        columns do. Default ``None``: the source cannot say, and every run reads the table."""
         return None
 
 
