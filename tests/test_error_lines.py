@@ -22,14 +22,17 @@ class _JavaClass:
 
 
 class _JavaException:
-    def __init__(self, message):
-        self.message = message
+    def __init__(self, message, cause=None):
+        self.message, self.cause = message, cause
 
     def getClass(self):
         return _JavaClass()
 
     def getMessage(self):
         return self.message
+
+    def getCause(self):
+        return self.cause
 
 
 class Py4JLike(Exception):
@@ -56,6 +59,22 @@ def test_a_jvm_error_is_its_java_exception_not_the_stack():
     assert (
         dead.startswith("Py4JLike: An error occurred while calling o42.jdbc. : java.sql") and "\n" not in dead
     )
+
+
+def test_a_refusal_raised_in_a_spark_job_is_its_own_line_wherever_spark_wraps_it():
+    refusal = (
+        "[openmirror] Table t column 'n' holds NaN, which decimal(10,2) does not hold; declare n: string"
+    )
+    line = "Table t column 'n' holds NaN, which decimal(10,2) does not hold; declare n: string"
+    # Spark 3.5: the refusal is the cause of the cause, under a message holding its trace
+    trace = f"Job aborted: ... java.lang.RuntimeException: {refusal}\n\tat org.apache.Foo.bar(Foo.scala:1) ... 9 more"
+    chained = _JavaException(
+        trace, _JavaException("[TASK_WRITE_FAILED] Task failed", _JavaException(refusal))
+    )
+    assert user_line(Py4JLike(chained)) == line
+    # Spark 4: Spark's own class tag and SQL state around it, in the text alone
+    assert user_line(RuntimeError(f"[USER_RAISED_EXCEPTION] {refusal} SQLSTATE: P0001")) == line
+    assert user_line(Py4JLike(_JavaException(trace))) == line  # the trace after it is cut off
 
 
 def test_the_whole_line_is_scrubbed_the_prefix_too():

@@ -176,8 +176,8 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """``db.run_plan(om.load_plan(PLAN), parallel=N, dry_run=..., accept_suggested=...)``; exit 1
-    when a table failed."""
+    """``db.run_plan(om.load_plan(PLAN), parallel=N, dry_run=..., accept_suggested=...,
+    reread=...)``; exit 1 when a table failed."""
     from openmirror_nb import TextProgress, connect, load_plan
 
     plan = load_plan(args.plan)
@@ -187,6 +187,7 @@ def _run(args: argparse.Namespace) -> int:
         parallel=args.parallel,
         dry_run=args.dry_run,
         accept_suggested=args.accept_suggested,
+        reread=args.reread,
         # a job's log: each table's phases and its push's end, whatever --parallel (repeats are
         # dropped per table); the summary below lists every table, also those that never pushed
         progress=TextProgress(),

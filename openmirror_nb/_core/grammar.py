@@ -208,14 +208,19 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "run",
         "mirror every table of a source plan, several at a time",
-        "PLAN [--parallel N] [--dry-run] [--accept-suggested]",
+        "PLAN [--parallel N] [--dry-run] [--accept-suggested] [--reread]",
         (
             arg("plan", metavar="PLAN", help=PLAN_HELP),
             arg("--parallel", type=int, default=4, metavar="N", help="tables at a time (default 4)"),
             arg("--dry-run", action="store_true", help="write nothing; say what each table would push"),
             arg("--accept-suggested", action="store_true", help="also push tables whose keys are suggested"),
+            arg(
+                "--reread",
+                action="store_true",
+                help="read every table, also those the source says are unchanged",
+            ),
         ),
-        cli_usage="PLAN.yaml [--parallel N] [--dry-run] [--accept-suggested] [--db PATH]",
+        cli_usage="PLAN.yaml [--parallel N] [--dry-run] [--accept-suggested] [--reread] [--db PATH]",
     ),
     Verb("tables", "the tables of the landing zone", ""),
     Verb(

@@ -26,7 +26,7 @@ import openmirror_nb as om
 from tests.sources import every_type
 from tests.sources.postgres import PASSWORD
 
-pytestmark = [pytest.mark.spark, pytest.mark.runtime13]  # Fabric Runtime 1.3 reads PostgreSQL too
+pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[2]
 PUSHED = [
     {"id": 1, "ts": dt.datetime(1, 1, 1, tzinfo=dt.UTC), "d": dt.date(1, 1, 1)},

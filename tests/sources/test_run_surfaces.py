@@ -73,6 +73,11 @@ def test_openmirror_run_mirrors_a_delta_folder_and_exits_1_when_a_table_fails(sp
         _same(db, lake, name)
     db_run = om.connect(tmp_path / "db").run_plan(om.load_plan(path))
     assert {t.status for t in db_run.tables} == {"unchanged"}
+    assert "2 unchanged (not read: the source says so)" in repr(db_run)  # their Delta versions
+    capsys.readouterr()
+    assert main([*argv, "--reread"]) == 0  # both read, and nothing to publish
+    out = capsys.readouterr().out
+    assert "2 unchanged" in out and "not read" not in out
 
     bad = _plan_file(db, lake, tmp_path / "bad.yaml", plain=("v",))  # keys edited on a mirrored table
     assert main(["run", bad, "--db", str(tmp_path / "db")]) == 1

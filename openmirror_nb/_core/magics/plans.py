@@ -36,7 +36,7 @@ def discover(state: MagicState, args: argparse.Namespace) -> SourcePlan:
 
 
 def run(state: MagicState, args: argparse.Namespace) -> PlanRun:
-    """``db.run_plan(PLAN, parallel=N, dry_run=..., accept_suggested=...)``; PLAN is a variable
+    """``db.run_plan(PLAN, parallel=N, dry_run=..., accept_suggested=..., reread=...)``; PLAN is a variable
     holding a ``SourcePlan``, or a YAML file (``om.load_plan``)."""
     from openmirror_nb import load_plan
 
@@ -46,7 +46,11 @@ def run(state: MagicState, args: argparse.Namespace) -> PlanRun:
     else:
         plan = load_plan(args.plan)
     return state.database().run_plan(
-        plan, parallel=args.parallel, dry_run=args.dry_run, accept_suggested=args.accept_suggested
+        plan,
+        parallel=args.parallel,
+        dry_run=args.dry_run,
+        accept_suggested=args.accept_suggested,
+        reread=args.reread,
     )
 
 
