@@ -189,7 +189,8 @@ class Jdbc(Source):
         from openmirror_nb._core.sources.pg_read import read_exactly
 
         split = {} if ranges is None else dict(zip(_RANGE_ARGS, ranges, strict=True))
-        exact = read_exactly(self, table, split=split, strings=strings) if self._postgres else None
+        postgres = self.subprotocol == "postgresql"
+        exact = read_exactly(self, table, split=split, strings=strings) if postgres else None
         if exact is not None:
             frame, columns = exact
             return frame, {c.name: c.shown for c in columns if c.untyped and c.name not in strings}
@@ -204,10 +205,6 @@ class Jdbc(Source):
             f"Table {table!r} of {self.url} cannot be read ({user_line(exc, hide=self.hide)}); check "
             "that it exists and that the user may read it."
         )
-
-    @property
-    def _postgres(self) -> bool:
-        return self.subprotocol == "postgresql"
 
     def read_in_ranges(self, table: str, column: str, parts: int) -> DataFrame | None:
         """``table`` read in ``parts`` ranges of the whole-number ``column`` between its lowest and
@@ -255,14 +252,12 @@ class Jdbc(Source):
         return hide(text, [self._password.value, self._resolved, *self._secret_properties.values()])
 
     def version(self, table: str) -> str | None:
-        """A PostgreSQL table's version (``Source.version``): a digest of its statistics' row
-        counts, its files and its columns, asked over one connection (``pg_version``). ``None``
-        for other databases, and where PostgreSQL's counters may miss a change (``track_counts``
-        off, a standby): the run reads the table."""
+        """A PostgreSQL table's version (``Source.version``, ``pg_version``); ``None`` for other
+        databases and where PostgreSQL's counters may miss a change: the run reads the table."""
         from openmirror_nb._core.runtime import get_spark
         from openmirror_nb._core.sources.pg_version import pg_version
 
-        return pg_version(get_spark(), self, table) if self._postgres else None
+        return pg_version(get_spark(), self, table) if self.subprotocol == "postgresql" else None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Jdbc:
