@@ -94,6 +94,7 @@ if TYPE_CHECKING:
         strategy_names,
     )
     from openmirror_nb._core.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
+    from openmirror_nb._core.streaming.kafka_source import EventHubs, Kafka
     from openmirror_nb._core.streaming.sink import BatchSink
     from openmirror_nb._core.streaming.stream import MirrorStream
     from openmirror_nb._core.table_info import ColumnInfo, TableInfo
@@ -118,11 +119,13 @@ __all__ = [
     "DelimitedTextOptions",
     "DeltaFolder",
     "DropResult",
+    "EventHubs",
     "FeedOptions",
     "FileFormat",
     "Finished",
     "InvalidNameError",
     "Jdbc",
+    "Kafka",
     "KeyColumnsError",
     "KeyHistory",
     "KeyOrigin",
@@ -244,6 +247,8 @@ _LAZY = {
     "strategy_names": "openmirror_nb._core.sources",
     "BatchSink": "openmirror_nb._core.streaming.sink",
     "MirrorStream": "openmirror_nb._core.streaming.stream",
+    "Kafka": "openmirror_nb._core.streaming.kafka_source",
+    "EventHubs": "openmirror_nb._core.streaming.kafka_source",
     "PlanRun": "openmirror_nb._core.sources",
     "PlanTableRun": "openmirror_nb._core.sources",
     "RunStatus": "openmirror_nb._core.sources",

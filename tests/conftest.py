@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import spark_packages
+from tests.kafka_fixtures import kafka  # noqa: F401  (the broker fixture, for every test module)
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -20,8 +21,10 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # tests/reliability/harness.child_env get them only when asked. The newest PySpark has none (Maven
 # Central serves no Delta for it).
 DELTA_JARS = str(spark_packages.jars("delta")) if spark_packages.fetched_for_this_line() else ""
+# and Spark's Kafka source, as a Fabric session has it (tests/kafka_fixtures.py starts the broker)
+KAFKA_JARS = str(spark_packages.jars("kafka")) if spark_packages.fetched_for_this_line() else ""
 if DELTA_JARS and "OPENMIRROR_SPARK_JARS" not in os.environ:
-    os.environ["OPENMIRROR_SPARK_JARS"] = DELTA_JARS
+    os.environ["OPENMIRROR_SPARK_JARS"] = os.pathsep.join((DELTA_JARS, KAFKA_JARS))
 # The values in place before the session changed them (the live OneLake tests restore them).
 AZURE_BEFORE = {
     name: os.environ.get(name) for name in ("AZURE_POD_IDENTITY_AUTHORITY_HOST", "AZURE_TOKEN_CREDENTIALS")

@@ -142,7 +142,8 @@ def preview(values: Iterable[object], *, limit: int = 5) -> str:
 
 # What may never reach a user's screen or a log: bearer tokens, Authorization header values, JWTs
 # and SAS signatures, as the Azure SDK and Spark put them into their own error texts; passwords in
-# a connection URL (``?password=``, ``;password=``, ``//user:password@``), as drivers echo them.
+# a connection URL (``?password=``, ``;password=``, ``//user:password@``), as drivers echo them; the
+# key of an Event Hubs connection string.
 _SECRETS = [
     re.compile(r"(?i)(authorization['\"]?\s*[:=]\s*['\"]?)[^'\",}\r\n]+"),
     re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"),
@@ -151,6 +152,8 @@ _SECRETS = [
     re.compile(r"(?i)([?&;:]\s*(?:password|pwd)\s*=\s*)[^;&\s'\",}]+"),
     re.compile(r"(//[^/:@\s]+:)[^@/\s]+(?=@)"),
     re.compile(r"(?i)(jdbc:oracle:[a-z]+:[^/@\s]+/)[^@\s]+(?=@)"),
+    # an Event Hubs / Service Bus connection string's key or token (SharedAccessKey=, ...Signature=)
+    re.compile(r"(?i)(SharedAccess(?:Key|Signature)\s*=\s*)[^;\s'\"]+"),
 ]
 LINE_LIMIT = 300  # characters of a foreign error's text shown in a line (Java and SDK texts run long)
 # A refusal this package raises inside a Spark job (``raise_error``) starts with this mark, so that its

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from openmirror_nb._core.api.kafka import KafkaStreams
 from openmirror_nb._core.api.monitoring import Monitoring
 from openmirror_nb._core.api.planning import Planning
 from openmirror_nb._core.api.reading import Reading
@@ -19,7 +20,9 @@ from openmirror_nb._core.model import PartnerInfo
 from openmirror_nb._core.target import LocalTarget, OneLakeTarget, parse_target
 
 
-class MirroredDatabase(Writing, Streaming, SchemaChanges, Monitoring, Reading, Planning, Running):
+class MirroredDatabase(
+    Writing, Streaming, KafkaStreams, SchemaChanges, Monitoring, Reading, Planning, Running
+):
     """A handle on one mirrored database: a local folder or a Fabric landing zone.
 
     Create it with :func:`connect`.

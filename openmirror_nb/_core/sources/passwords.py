@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from openmirror_nb._core.errors import ConfigError, scrub
+from openmirror_nb._core.secret_refs import ENV_NAME, VAULT_SECRET, vault_secret
 
 # ?user=..&password=.. (PostgreSQL, MySQL) and ;user=..;password=.. (SQL Server, Db2).
 _PARAM = re.compile(r"(?i)([?&;])(password|pwd|user|username)=([^&;#]*)")
@@ -19,10 +20,6 @@ _USERINFO = re.compile(r"^(jdbc:[a-z0-9]+:(?:[a-z0-9]+:)?//)([^/@?;]+)@")  # //u
 _ORACLE = re.compile(r"(?i)^(jdbc:oracle:[a-z0-9]+:)([^/@]+)/([^@]*)@")  # thin:user/password@host
 # Connection properties that hold a secret: kept in memory like the password, never saved.
 SECRET_PROPERTY = re.compile(r"(?i)pass|pwd|secret|token|credential|private.?key")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_VAULT_SECRET = re.compile(
-    r"^(https://[A-Za-z0-9-]+\.vault\.[a-z0-9.]+/)secrets/([A-Za-z0-9-]+)(?:/[0-9a-f]*)?/?$"
-)
 
 
 def split_url(url: str) -> tuple[str, str | None, str | None]:
@@ -75,12 +72,12 @@ class Password:
                 "environment variable) or password_secret=<Key Vault secret URL> keep it out of saved plans."
             )
         # Neither value is repeated in the message: it may be the password, given in the wrong place.
-        if env is not None and not _ENV_NAME.match(env):
+        if env is not None and not ENV_NAME.match(env):
             raise ConfigError(
                 "password_env is not an environment variable name (letters, digits and '_'); give the "
                 "variable's name, e.g. password_env='ERP_PASSWORD', never the password itself."
             )
-        if secret is not None and not _VAULT_SECRET.match(secret):
+        if secret is not None and not VAULT_SECRET.match(secret):
             raise ConfigError(
                 "password_secret is not a Key Vault secret URL; give one like "
                 "'https://<vault>.vault.azure.net/secrets/<name>', never the password itself."
@@ -122,21 +119,8 @@ class Password:
                 )
             return value
         if self.secret:
-            return _vault_secret(self.secret)
+            return vault_secret(self.secret, instead="password_env='NAME'")
         return self.value
-
-
-def _vault_secret(url: str) -> str:
-    match = _VAULT_SECRET.match(url)
-    assert match is not None  # checked by Password.of
-    try:
-        from notebookutils import credentials  # type: ignore[import-not-found]
-    except ImportError:
-        raise ConfigError(
-            f"Key Vault secret {url} is read with notebookutils, which only a Fabric notebook has; "
-            "elsewhere give the password with password_env='NAME'."
-        ) from None
-    return str(credentials.getSecret(match.group(1), match.group(2)))
 
 
 def hide(text: str, secrets: Iterable[str | None]) -> str:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Literal, get_args
 
 from openmirror_nb._core.landing_zone.blockers import Blocker, BlockerKind
+from openmirror_nb._core.landing_zone.stream_lags import PartitionLag, lag_text
 from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
 from openmirror_nb._core.status.render import ago, badge, since
 
@@ -51,6 +52,7 @@ COLUMNS = (
     "stream_batch_time",
     "stream_batch_rows",
     "stream_seconds",
+    "stream_lag",
 )
 
 
@@ -123,6 +125,8 @@ class TableStatus:
         stream_batch_rows: Change rows that batch published to the table.
         stream_seconds: How long ago that batch ended (``lag_seconds`` is the pending files' wait):
             a stream whose trigger interval is much shorter than this is stalled or stopped.
+        stream_lag: A Kafka mirror's topic partitions (``db.mirror_kafka``): the offset applied,
+            the latest and ``.lag``, the messages between, as last saved after a batch.
     """
 
     table: str
@@ -153,6 +157,7 @@ class TableStatus:
     stream_batch_time: datetime | None = None
     stream_batch_rows: int | None = None
     stream_seconds: float | None = None
+    stream_lag: tuple[PartitionLag, ...] = ()
 
     @property
     def blocked_by(self) -> str:
@@ -231,6 +236,7 @@ class TableStatus:
             "stream_batch_time": self.stream_batch_time,
             "stream_batch_rows": self.stream_batch_rows,
             "stream_seconds": self.stream_seconds,
+            "stream_lag": sum(p.lag for p in self.stream_lag) if self.stream_lag else None,
         }
 
 
@@ -275,6 +281,8 @@ def _detail_html(t: TableStatus, now: datetime) -> str:
         facts.append(("stream", f"query {t.stream_query}"))
         rows = f"{t.stream_batch_rows:,} rows" if t.stream_batch_rows is not None else "rows unknown"
         facts.append(("last batch", f"{t.stream_batch}, {rows}, ended {since(t.stream_batch_time, now)}"))
+    if t.stream_lag:
+        facts.append(("kafka lag", lag_text(t.stream_lag)))
     if t.error:
         facts.append(("error", f"{t.error_code}: {t.error}" if t.error_code else t.error))
     if t.reconciliation is not None:

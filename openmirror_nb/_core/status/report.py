@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from openmirror_nb._core.landing_zone.stream_lags import lag_text
 from openmirror_nb._core.status.records import COLUMNS, HEALTH_ORDER, Health, ReplicatorStatus, TableStatus
 from openmirror_nb._core.status.render import BADGE_COLOURS, ago, badge, since, sparkline_svg
 
@@ -133,6 +134,8 @@ def as_text(report: StatusReport) -> str:
             lines += [f"{'':<{width + 25}}-> {line}" for line in t.advice[1:4]]
         if t.reconciliation is not None:
             lines.append(f"{'':<{width + 25}}rows: {t.reconciliation.message}")
+        if t.stream_lag:
+            lines.append(f"{'':<{width + 25}}kafka: {lag_text(t.stream_lag)}")
     if report.foreign:
         lines += ["", "Not tables:", *(f"  {item}" for item in report.foreign)]
     if report.notes:

@@ -188,10 +188,14 @@ class Router:
             null_key = F.lit(False)
             for k in checked.keys:
                 null_key = null_key | F.col(quoted(k)).isNull()
+            # an append's rows carry no marker: they are inserts
+            marked = ROW_MARKER in checked.shaped.columns
             probes.append(
                 checked.shaped.select(
                     F.lit(value).alias("t"),
-                    (F.col(ROW_MARKER) == INVALID_MARKER).cast("long").alias("bad"),
+                    ((F.col(ROW_MARKER) == INVALID_MARKER) if marked else F.lit(False))
+                    .cast("long")
+                    .alias("bad"),
                     null_key.cast("long").alias("nul"),
                 )
             )

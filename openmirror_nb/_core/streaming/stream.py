@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import ConfigError
+from openmirror_nb._core.errors import ConfigError, OpenMirrorError
 from openmirror_nb._core.streaming.sink import BatchSink
 
 if TYPE_CHECKING:
@@ -44,6 +45,10 @@ class MirrorStream:
 
     query: StreamingQuery
     sink: BatchSink
+    # Says in one line what stopped the query when the sink did not (a Kafka source's data loss)
+    explain: Callable[[BaseException], OpenMirrorError | None] | None = None
+    # Runs once the query has ended (a Kafka mirror saves its last lag and drops its listener)
+    on_end: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         state = "active" if self.query.isActive else "stopped"
@@ -54,11 +59,19 @@ class MirrorStream:
         """The ``OpenMirrorError`` that stopped the stream (or Spark's error, if the sink did not fail)."""
         if self.sink.error is not None:
             return self.sink.error
-        return self.query.exception() if not self.query.isActive else None
+        failed = self.query.exception() if not self.query.isActive else None
+        said = self.explain(failed) if failed is not None and self.explain is not None else None
+        return said or failed
 
     def stop(self) -> None:
         """Stop the query; a batch being applied finishes first (Spark waits for it)."""
         self.query.stop()
+        self._ended()
+
+    def _ended(self) -> None:
+        if self.on_end is not None and not self.query.isActive:
+            done, self.on_end = self.on_end, None
+            done()
 
     def await_termination(self, timeout: float | None = None) -> bool:
         """Wait until the query ends (``available_now``/``once``: once the data is in), or
@@ -66,18 +79,25 @@ class MirrorStream:
 
         Raises:
             OpenMirrorError: the sink's error that stopped the query (a bad row, a table dropped
-                under it), re-raised as itself; Spark's ``StreamingQueryException`` for others.
+                under it), re-raised as itself, or the source's said in one line (a Kafka
+                source's offsets gone); Spark's ``StreamingQueryException`` for others.
         """
         from pyspark.errors import StreamingQueryException
 
         try:
             if timeout is None:
                 self.query.awaitTermination()
-                return True
-            return bool(self.query.awaitTermination(timeout))  # type: ignore[arg-type]  # typed int, takes float
-        except StreamingQueryException:
+            elif not self.query.awaitTermination(timeout):  # type: ignore[arg-type]  # typed int, takes float
+                return False
+            self._ended()
+            return True
+        except StreamingQueryException as exc:
+            self._ended()
             if self.sink.error is not None:
                 raise self.sink.error from None
+            said = self.explain(exc) if self.explain is not None else None
+            if said is not None:
+                raise said from None
             raise
 
 
@@ -88,6 +108,7 @@ def start_stream(
     checkpoint: str | os.PathLike[str] | None,
     trigger: str,
     name: str | None,
+    explain: Callable[[BaseException], OpenMirrorError | None] | None = None,
 ) -> MirrorStream:
     """Start ``df``'s query with ``sink`` (see ``MirroredDatabase.mirror_stream``)."""
     if not getattr(df, "isStreaming", False):
@@ -103,4 +124,4 @@ def start_stream(
     writer = writer.trigger(**trigger_of(trigger))
     if name:
         writer = writer.queryName(name)
-    return MirrorStream(writer.start(), sink)
+    return MirrorStream(writer.start(), sink, explain)
