@@ -161,6 +161,12 @@ def test_offsets_gone_from_a_topic_are_said_in_one_line_with_the_way_on():
         "for topic partition t.a-0: retention removed them"
     )
     assert "nothing was skipped" in str(said) and "starting_offsets=" in str(said) and "\n" not in str(said)
+    spark35 = (
+        "java.lang.IllegalStateException: Cannot fetch offset 3 (GroupId: spark-kafka-source-1, "
+        "TopicPartition: t.a-0). Some data may have been lost because they are not available in Kafka"
+    )
+    said35 = str(kafka_failure(RuntimeError(spark35)))
+    assert "gone from Kafka (offset 3 of topic partition t.a-0: retention" in said35
     assert kafka_failure(RuntimeError("Broker may not be available")) is None
     refused = kafka_failure(
         RuntimeError("SaslAuthenticationException: Authentication failed"), "Event Hubs h:9093"

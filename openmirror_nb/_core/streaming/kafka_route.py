@@ -181,8 +181,14 @@ def kafka_failure(exc: BaseException, where: str = "Kafka") -> SourceError | Non
     topic (``failOnDataLoss``), or credentials the broker refused; ``None`` for other failures."""
     text = str(exc)  # whole: Spark's wrappers put the Kafka reason past a line's length
     if "KAFKA_DATA_LOSS" in text or "data may have been lost" in text.lower():
+        # Spark 4: "Reason: Could not read records in offset [3, 9) for topic partition t-0 with ...";
+        # Spark 3.5: "Cannot fetch offset 3 (GroupId: ..., TopicPartition: t-0)."
         reason = re.search(r"Reason: (.+?)(?:\s+with consumer group|\n\s*at |\.?\s*$)", text, re.S)
-        said = " ".join(reason.group(1).split()) if reason else user_line(exc)
+        fetch = re.search(r"Cannot fetch offset (\d+) \(GroupId: [^,]*, TopicPartition: ([^)]+)\)", text)
+        if fetch:
+            said = f"offset {fetch.group(1)} of topic partition {fetch.group(2)}"
+        else:
+            said = " ".join(reason.group(1).split()) if reason else user_line(exc)
         return SourceError(
             f"Offsets this stream's checkpoint needs are gone from Kafka ({said}: retention removed them, "
             "or the topic was deleted and made again); nothing was skipped: reload the tables from a full "

@@ -108,6 +108,7 @@ class Kafka:
         return {**self.options, "kafka.bootstrap.servers": str(self.bootstrap_servers)}
 
     def describe(self) -> str:
+        """``Kafka <servers>``: how a message names this source (no option, so no credential)."""
         return f"Kafka {self.bootstrap_servers}"
 
 
@@ -168,6 +169,7 @@ class EventHubs:
 
     @property
     def bootstrap_servers(self) -> str:
+        """The Kafka endpoint: ``<namespace>.servicebus.windows.net:9093``, or the host given."""
         host, _, port = self.namespace.partition(":")
         if "." not in host:
             host += ".servicebus.windows.net"
@@ -214,6 +216,7 @@ class EventHubs:
         }
 
     def describe(self) -> str:
+        """``Event Hubs <host>:<port>``: how a message names this source."""
         return f"Event Hubs {self.bootstrap_servers}"
 
 
