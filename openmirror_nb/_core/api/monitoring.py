@@ -11,8 +11,8 @@ from openmirror_nb._core.errors import (
     StorageError,
     user_line,
 )
-from openmirror_nb._core.status.records import Reconciliation
 from openmirror_nb._core.status.report import StatusReport
+from openmirror_nb._core.status.row_counts import Reconciliation
 
 if TYPE_CHECKING:
     from openmirror_nb._core.landing_zone.table_scan import TableScan

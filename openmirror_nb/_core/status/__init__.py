@@ -7,14 +7,9 @@ only lays out what is here.
 from __future__ import annotations
 
 from openmirror_nb._core.status.gather import Sources, build_report
-from openmirror_nb._core.status.records import (
-    COLUMNS,
-    Health,
-    Reconciliation,
-    ReplicatorStatus,
-    TableStatus,
-)
+from openmirror_nb._core.status.records import COLUMNS, Health, ReplicatorStatus, TableStatus
 from openmirror_nb._core.status.report import StatusReport
+from openmirror_nb._core.status.row_counts import Reconciliation
 
 __all__ = [
     "COLUMNS",

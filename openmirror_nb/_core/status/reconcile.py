@@ -14,8 +14,9 @@ from typing import Any
 
 from openmirror_nb._core.errors import OpenMirrorError, StorageError, user_line
 from openmirror_nb._core.model import TableRef
-from openmirror_nb._core.status.records import NOT_LISTED, Reconciliation
+from openmirror_nb._core.status.records import NOT_LISTED
 from openmirror_nb._core.status.report import StatusReport
+from openmirror_nb._core.status.row_counts import Reconciliation
 
 
 def count_delta_rows(uri: str, *, storage_options: dict[str, str] | None = None) -> int:

@@ -16,6 +16,7 @@ from openmirror_nb._core.landing_zone.blockers import Blocker, BlockerKind
 from openmirror_nb._core.landing_zone.stream_lags import PartitionLag, lag_text
 from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
 from openmirror_nb._core.status.render import ago, badge, since
+from openmirror_nb._core.status.row_counts import Reconciliation
 
 # The badge of a table, worst first: the mirror failed it; something stops it (a gap, an empty
 # file, ...); something needs tidying but does not stop it; files wait; all replicated; the mirror
@@ -54,39 +55,6 @@ COLUMNS = (
     "stream_seconds",
     "stream_lag",
 )
-
-
-@dataclass(frozen=True)
-class Reconciliation:
-    """Row counts of one table from up to three places, and which one disagrees.
-
-    Attributes:
-        mirrored_rows: Rows of the mirrored Delta table (``None``: could not be read, see ``notes``).
-        state_rows: Rows in the key state, what the publisher last pushed.
-        source_rows: Rows of the source DataFrame, when one was given.
-        verdict: ``"match"``, ``"mismatch"`` or ``"incomplete"`` (fewer than two counts).
-        message: In words: which count differs from the others, and what that usually means.
-        notes: Why a count is missing.
-    """
-
-    table: str
-    mirrored_rows: int | None
-    state_rows: int | None
-    source_rows: int | None
-    verdict: Literal["match", "mismatch", "incomplete"]
-    message: str
-    notes: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        counts = ", ".join(
-            f"{name} {'?' if value is None else f'{value:,}'}"
-            for name, value in (
-                ("mirrored", self.mirrored_rows),
-                ("key state", self.state_rows),
-                ("source", self.source_rows),
-            )
-        )
-        return f"Reconciliation({self.table}: {self.verdict}; {counts}; {self.message})"
 
 
 @dataclass(frozen=True)
