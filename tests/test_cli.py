@@ -176,7 +176,7 @@ def test_cli_and_magic_share_one_grammar():
 
     cli, magic = options(add_verbs(argparse.ArgumentParser(), "cli")), options(build_parser())
     shared = set(cli) & set(magic)
-    assert shared == {"push", "status", "describe", "drop", "tables", "mirror", "run"}
+    assert shared == {"push", "status", "describe", "drop", "tables", "mirror", "run", "kafka"}
     assert {v.name for v in VERBS} == set(cli) | set(magic)
     for name in shared:
         only_cli = {dest for dest, _ in cli[name] - magic[name]}
@@ -214,3 +214,93 @@ def test_cli_on_onelake_without_a_credential_exits_2_with_one_line(capsys, no_cr
         "or pass credential= to connect()."
     )
     assert len(runs) == 1 and connects == []
+
+
+def test_cli_kafka_parses_its_repeated_table_flags_into_mirror_kafka_keywords(monkeypatch):
+    """``--map``, ``--schema``, ``--keys`` and ``--option`` become the API's dicts; ``--op-column``
+    a FeedOptions; no broker is needed to see the call."""
+    import openmirror_nb as om
+    from openmirror_nb._core.cli import _parser, start_kafka
+
+    calls = []
+
+    class Db:
+        def mirror_kafka(self, source, **kwargs):
+            calls.append((source, kwargs))
+
+    flags = "--bootstrap h:9092 --topic orders --map orders=sales.orders --keys sales.orders=id,region"
+    flags += " --option kafka.security.protocol=SSL --checkpoint ck --op-column op --max-offsets 10"
+    args = _parser().parse_args(["kafka", *flags.split(), "--schema", "sales.orders=id long, op int"])
+    start_kafka(Db(), args)
+    ((source, kwargs),) = calls
+    assert source == om.Kafka(
+        bootstrap_servers="h:9092", topics=["orders"], options={"kafka.security.protocol": "SSL"}
+    )
+    assert kwargs["tables"] == {"orders": "sales.orders"}
+    assert kwargs["schemas"] == {"sales.orders": "id long, op int"}
+    assert kwargs["keys"] == {"sales.orders": ["id", "region"]}
+    assert kwargs["feed"] == om.FeedOptions(op_column="op")
+    assert (kwargs["checkpoint"], kwargs["trigger"], kwargs["max_offsets_per_trigger"]) == (
+        "ck",
+        "available_now",
+        10,
+    )
+    hubs = _parser().parse_args(
+        [
+            "kafka",
+            "--event-hubs",
+            "ns",
+            "--connection-string-env",
+            "EH",
+            "--topic",
+            "a.b",
+            "--schema",
+            "a.b=id long",
+        ]
+    )
+    start_kafka(Db(), hubs)
+    assert calls[-1][0] == om.EventHubs(namespace="ns", topics=["a.b"], connection_string_env="EH")
+    assert calls[-1][1]["feed"] is None and calls[-1][1]["keys"] is None
+    with pytest.raises(om.ConfigError, match="--schema takes NAME=VALUE"):
+        start_kafka(
+            Db(), _parser().parse_args(["kafka", "--bootstrap", "h:1", "--topic", "t", "--schema", "x"])
+        )
+
+
+@pytest.mark.spark
+def test_cli_kafka_mirrors_a_topic_from_a_real_broker(spark, kafka, tmp_path, capsys):
+    """``openmirror kafka`` on the test broker: a 3-partition topic of JSON change rows, one
+    available_now run, the local mirror's table equal to the rows the messages make."""
+    import uuid
+
+    import openmirror_nb as om
+
+    topic = f"cli{uuid.uuid4().hex[:8]}.sales.orders"
+    kafka.create_topic(topic, partitions=3)
+    rows = [{"id": i, "name": f"n{i}", "op": 0} for i in range(1, 7)] + [
+        {"id": 2, "name": "changed", "op": 4},
+        {"id": 5, "op": 2},
+    ]
+    kafka.produce(topic, [(str(r["id"]), json.dumps(r), r["id"] % 3) for r in rows])
+    db = tmp_path / "db"
+    schema, where = (
+        "sales.orders=id long, name string, op int",
+        ["--checkpoint", str(tmp_path / "ck"), "--db", str(db)],
+    )
+    flags = [
+        "--bootstrap",
+        kafka.bootstrap,
+        "--topic",
+        topic,
+        "--keys",
+        "sales.orders=id",
+        "--op-column",
+        "op",
+    ]
+    code = main(["kafka", *flags, "--schema", schema, *where])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "sales.orders" in out
+    om.LocalMirror(db).run_once()
+    got = om.connect(db).read_table("sales.orders", as_pandas=True).sort_values("id")
+    assert got[["id", "name"]].values.tolist() == [[1, "n1"], [2, "changed"], [3, "n3"], [4, "n4"], [6, "n6"]]

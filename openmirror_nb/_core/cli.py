@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from openmirror_nb import ConfigError, OpenMirrorError
 from openmirror_nb._core.errors import user_line
 from openmirror_nb._core.grammar import PROGS, add_verbs
-from openmirror_nb._core.push_flags import push_keywords
+from openmirror_nb._core.push_flags import feed_options, names, push_keywords
 
 if TYPE_CHECKING:
-    from openmirror_nb import MirrorRun
+    from openmirror_nb import MirroredDatabase, MirrorRun, MirrorStream
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -196,6 +196,64 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if run.failed else 0
 
 
+def _pairs(flag: str, values: list[str]) -> dict[str, str]:
+    """``["a=b", ...]`` -> ``{"a": "b"}``: the repeated ``NAME=VALUE`` flags of ``kafka``."""
+    pairs = dict(v.partition("=")[::2] for v in values)
+    bad = [v for v in values if "=" not in v or not v.partition("=")[0].strip()]
+    if bad:
+        raise ConfigError(f"openmirror kafka: {flag} takes NAME=VALUE, not {bad[0]!r}.")
+    return {k.strip(): v.strip() for k, v in pairs.items()}
+
+
+def start_kafka(db: MirroredDatabase, args: argparse.Namespace) -> MirrorStream:
+    """``db.mirror_kafka(om.Kafka(bootstrap_servers=B, topics=[T, ...], options={K: V})`` or
+    ``om.EventHubs(namespace=NS, topics=..., connection_string_env=V | connection_string_secret=URL)``,
+    ``tables={TOPIC: T}, schemas={T: DDL}, keys={T: [A, B]}, feed=om.FeedOptions(...)`` when
+    ``--op-column``, ``checkpoint=, trigger=, starting_offsets=, max_offsets_per_trigger=)``:
+    both skins' ``kafka``."""
+    from openmirror_nb import EventHubs, Kafka
+
+    if not args.topic or (args.bootstrap is None) == (args.event_hubs is None):
+        raise ConfigError("openmirror kafka: give --bootstrap HOST:PORT or --event-hubs NS, and --topic T.")
+    options = _pairs("--option", args.option)
+    source = (
+        Kafka(bootstrap_servers=args.bootstrap, topics=args.topic, options=options)
+        if args.bootstrap is not None
+        else EventHubs(
+            namespace=args.event_hubs,
+            topics=args.topic,
+            connection_string_env=args.connection_string_env,
+            connection_string_secret=args.connection_string_secret,
+            options=options,
+        )
+    )
+    keys = {table: names(columns) for table, columns in _pairs("--keys", args.keys).items()}
+    return db.mirror_kafka(
+        source,
+        checkpoint=args.checkpoint,
+        trigger=args.trigger,
+        tables=_pairs("--map", args.map) or None,
+        schemas=_pairs("--schema", args.schema),
+        keys=keys or None,
+        feed=feed_options(args) if args.op_column is not None else None,
+        starting_offsets=args.starting_offsets,
+        max_offsets_per_trigger=args.max_offsets,
+    )
+
+
+def _kafka(args: argparse.Namespace) -> int:
+    """``db.mirror_kafka(...)`` (``start_kafka``), then ``ms.await_termination()``: a scheduled
+    job's run takes what has arrived (``--trigger available_now``) and prints each table's state."""
+    from openmirror_nb import connect
+
+    db = connect(args.db)
+    stream = start_kafka(db, args)
+    stream.await_termination()  # a refused batch raises here: exit 2 with its line
+    print(stream)
+    print(db.status())
+    return 0
+
+
 VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _demo,
     "mirror": _mirror,
@@ -205,6 +263,7 @@ VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
     "drop": _drop,
     "tables": _tables,
     "run": _run,
+    "kafka": _kafka,
 }
 
 

@@ -195,6 +195,30 @@ VERBS: tuple[Verb, ...] = (
         skins=MAGIC,
     ),
     Verb(
+        "kafka",
+        "mirror Kafka topics or Event Hubs, each topic into its table (JSON messages)",
+        "--bootstrap HOST:PORT | --event-hubs NS (--connection-string-env V | --connection-string-secret "
+        "URL) --topic T ... --schema T=DDL ... [--keys T=A,B ...] [--map TOPIC=T ...] --checkpoint PATH "
+        f"{FEED_USAGE} "
+        "[--trigger W] [--starting-offsets S] [--max-offsets N] [--option K=V ...]",
+        (
+            arg("--bootstrap", default=None, metavar="HOST:PORT", group="source", help="Kafka brokers"),
+            arg("--event-hubs", default=None, metavar="NS", group="source", help="Event Hubs namespace"),
+            arg("--connection-string-env", default=None, metavar="V", group="secret", help="env var with it"),
+            arg("--connection-string-secret", default=None, metavar="URL", group="secret", help="Key Vault"),
+            arg("--topic", action="append", default=[], metavar="T", help="a topic (repeat for more)"),
+            arg("--schema", action="append", default=[], metavar="T=DDL", help="a table's columns"),
+            arg("--keys", action="append", default=[], metavar="T=A,B", help="a table's key columns"),
+            arg("--map", action="append", default=[], metavar="TOPIC=T", help="a topic's table"),
+            arg("--checkpoint", default=None, metavar="PATH", help="the query's checkpoint folder"),
+            *FEED,
+            arg("--trigger", default="available_now", metavar="W", help="available_now, once or an interval"),
+            arg("--starting-offsets", default=None, metavar="S", help="earliest (default) or latest"),
+            arg("--max-offsets", type=int, default=None, metavar="N", help="at most N messages a batch"),
+            arg("--option", action="append", default=[], metavar="K=V", help="an option of Spark's source"),
+        ),
+    ),
+    Verb(
         "discover",
         "discover a source's tables and plan each one's target, keys and strategy",
         "SRC [--target-schema S] [--save FILE]",

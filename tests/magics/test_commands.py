@@ -530,3 +530,38 @@ def test_schema_with_confirm_reseeds_and_verifies(ip, spark, tmp_path):
     assert isinstance(result, ReseedResult) and result.verified and result.mirrored_rows == 20
     mirrored = state(ip).db.read_table("sales.orders", as_pandas=True).sort_values("id")
     assert list(mirrored["qty"]) == [i * 2 for i in range(20)]
+
+
+def test_kafka_starts_db_mirror_kafka_and_stream_list_and_stop_see_it(ip):
+    """``%openmirror kafka`` calls ``db.mirror_kafka`` with the flags as the API's dicts and keeps
+    the stream with ``stream --list`` and ``--stop``'s (a fake database: the broker run is the
+    CLI's test)."""
+    from types import SimpleNamespace
+
+    calls, stopped = [], []
+    started = SimpleNamespace(query=SimpleNamespace(id="q1"), stop=lambda: stopped.append("q1"))
+
+    class Db:
+        def mirror_kafka(self, source, **kwargs):
+            calls.append((source, kwargs))
+            return started
+
+    state(ip).db = Db()
+    line = (
+        "kafka --bootstrap h:9092 --topic erp.sales.orders --schema 'sales.orders=id long, op int' "
+        "--keys sales.orders=id --checkpoint ck --op-column op --trigger once"
+    )
+    assert om_line(ip, line) is started
+    ((source, kwargs),) = calls
+    assert source == om.Kafka(bootstrap_servers="h:9092", topics=["erp.sales.orders"])
+    assert kwargs["schemas"] == {"sales.orders": "id long, op int"}
+    assert kwargs["keys"] == {"sales.orders": ["id"]}
+    assert kwargs["feed"] == om.FeedOptions(op_column="op")
+    assert (kwargs["tables"], kwargs["checkpoint"], kwargs["trigger"]) == (None, "ck", "once")
+    assert om_line(ip, "stream --list") == [started]
+    om_line(ip, "stream --stop q1")
+    assert stopped == ["q1"]
+    with pytest.raises(ConfigError, match="--bootstrap HOST:PORT or --event-hubs NS"):
+        om_line(ip, "kafka --topic t --schema t.x=id")
+    with pytest.raises(UsageError, match="not allowed with argument"):
+        om_line(ip, "kafka --bootstrap h:1 --event-hubs ns --topic t")

@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 
 from openmirror_nb import ConfigError, MirrorError
 from openmirror_nb._core.errors import did_you_mean, preview, user_line  # the wording every message shares
-from openmirror_nb._core.magics import plans
+from openmirror_nb._core.magics import kafka, plans
 from openmirror_nb._core.magics.parser import PROG, HelpShown, parse
 from openmirror_nb._core.push_flags import feed_options, push_keywords
 
@@ -210,6 +210,7 @@ VERBS: dict[str, Callable[[MagicState, argparse.Namespace], object]] = {
     "tables": tables,
     "mirror": mirror,
     "stream": stream,
+    "kafka": kafka.kafka,
     "discover": plans.discover,
     "run": plans.run,
 }
