@@ -55,7 +55,11 @@ class TopicRouter(Router):
     def apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
         """Parse and check every topic's messages, then check and apply each table's rows."""
 
-        df = df.select(*KAFKA_COLUMNS).persist()
+        # Spark's Kafka source makes a task per topic partition: ten 3-partition topics are 30 tasks
+        # for each of the batch's many small jobs. Fewer partitions of the batch, read once, cost
+        # less; a key's order is by its partition and offset columns, not by where its row lies.
+        tasks = df.sparkSession.sparkContext.defaultParallelism
+        df = df.select(*KAFKA_COLUMNS).coalesce(max(1, tasks)).persist()
         try:
             self._apply(df, batch, apply_one)
         except Exception as exc:
