@@ -64,3 +64,16 @@ def applied(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
         else:
             table[e["id"]] = (e["id"], e["v"], e["n"])
     return sorted(table.values())
+
+
+def kill_events(batch: int) -> list[dict[str, Any]]:
+    """One table's change events in micro-batch ``batch`` of the kill tests: inserts, upserts,
+    deletes and an update (marker 1), every key's changes of a batch in that batch."""
+    if batch == 0:
+        changes = [(i, f"v{i}", i, 0) for i in range(1, 13)]
+    elif batch == 1:
+        changes = [(i, f"u{i}", -i, 4) for i in range(1, 5)] + [(5, None, None, 2), (6, None, None, 2)]
+        changes += [(i, f"v{i}", i, 0) for i in range(20, 28)]
+    else:
+        changes = [(i, f"v{i}", i, 0) for i in range(30, 36)] + [(20, "again", 7, 1)]
+    return [{"id": i, "v": v, "n": n, "op": op} for i, v, n, op in changes]

@@ -25,7 +25,7 @@ from tests.conftest import KAFKA_JARS, visible_hash
 from tests.kafka_broker import KafkaBroker, missing
 from tests.reliability.harness import REPO, assert_landing_zone_sound, child_env, kill_group, tail
 from tests.streaming import stream_child
-from tests.streaming.feeds import applied, forget_commit
+from tests.streaming.feeds import applied, forget_commit, kill_events
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -33,23 +33,11 @@ STEPS = ("before_push", "after_staging", "after_journal", "between_renames", "af
 TABLES = ("s.a", "s.b")
 
 
-def _events(batch: int) -> list[dict]:
-    """The change events of one table in ``batch`` (inserts, updates, deletes, an update marker 1)."""
-    if batch == 0:
-        changes = [(i, f"v{i}", i, 0) for i in range(1, 13)]
-    elif batch == 1:
-        changes = [(i, f"u{i}", -i, 4) for i in range(1, 5)] + [(5, None, None, 2), (6, None, None, 2)]
-        changes += [(i, f"v{i}", i, 0) for i in range(20, 28)]
-    else:
-        changes = [(i, f"v{i}", i, 0) for i in range(30, 36)] + [(20, "again", 7, 1)]
-    return [{"id": i, "v": v, "n": n, "op": op} for i, v, n, op in changes]
-
-
 def _send(kafka, prefix: str, batch: int) -> dict[str, list[dict]]:
     """Each table's events of ``batch`` to its topic, a key always in partition id % 3."""
     sent = {}
     for table in TABLES:
-        rows = _events(batch)
+        rows = kill_events(batch)
         kafka.produce(f"{prefix}.{table}", [(str(r["id"]), json.dumps(r), r["id"] % 3) for r in rows])
         sent[table] = rows
     return sent

@@ -21,7 +21,7 @@ from openmirror_nb._core.landing_zone.publish import CRASH_ENV
 from tests.conftest import tree_hash
 from tests.reliability.harness import REPO, assert_landing_zone_sound, child_env, kill_group, tail
 from tests.streaming import stream_child
-from tests.streaming.feeds import Feed, applied, forget_commit
+from tests.streaming.feeds import Feed, applied, forget_commit, kill_events
 
 # CI kills the Kafka mirror at each of these steps (test_kafka_kills.py: the same sink, two routed
 # tables); the file source's kills are repeated in scripts/soak.
@@ -36,14 +36,7 @@ STEPS = ("before_push", "after_staging", "after_journal", "between_renames", "af
 
 def _events(table: str, batch: int) -> list[list[dict]]:
     """Two files of change events for micro-batch ``batch`` of ``table``."""
-    if batch == 0:
-        changes = [(i, f"v{i}", i, 0) for i in range(1, 13)]
-    elif batch == 1:
-        changes = [(i, f"u{i}", -i, 4) for i in range(1, 5)] + [(5, None, None, 2), (6, None, None, 2)]
-        changes += [(i, f"v{i}", i, 0) for i in range(20, 28)]
-    else:
-        changes = [(i, f"v{i}", i, 0) for i in range(30, 36)] + [(20, "again", 7, 1)]
-    rows = [{"tbl": table, "id": i, "v": v, "n": n, "op": op} for i, v, n, op in changes]
+    rows = [{"tbl": table, **e} for e in kill_events(batch)]
     return [rows[0::2], rows[1::2]]  # a key's changes are all in one batch, in one file
 
 
