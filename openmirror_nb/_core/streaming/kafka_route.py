@@ -54,7 +54,6 @@ class TopicRouter(Router):
 
     def apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
         """Parse and check every topic's messages, then check and apply each table's rows."""
-
         # Spark's Kafka source makes a task per topic partition: ten 3-partition topics are 30 tasks
         # for each of the batch's many small jobs. Fewer partitions of the batch, read once, cost
         # less; a key's order is by its partition and offset columns, not by where its row lies.
