@@ -75,8 +75,13 @@ class TopicRouter(Router):
         topics = sorted(r["topic"] for r in df.select("topic").distinct().collect())
         routes = [self._route(t) for t in topics]
         self._check_values(df, routes, batch)
+        keys = {r.topic: self._keys(r) for r in routes}  # a table's metadata read once a batch
         parts = {
-            r.topic: (self._rows(df.where(F.col("topic") == r.topic), r), self._request_of(r)) for r in routes
+            r.topic: (
+                self._rows(df.where(F.col("topic") == r.topic), r, keys[r.topic]),
+                self._request_of(r, keys[r.topic]),
+            )
+            for r in routes
         }
         checked = self._check(parts, batch)
         self._apply_all([(p, q, checked.get(t)) for t, (p, q) in parts.items()], apply_one)
@@ -142,7 +147,7 @@ class TopicRouter(Router):
                 f"fix what writes the topic, or the table's DDL in schemas=."
             )
 
-    def _rows(self, raw: DataFrame, route: TopicTable) -> DataFrame:
+    def _rows(self, raw: DataFrame, route: TopicTable, keys: tuple[str, ...] | None) -> DataFrame:
         """The table's rows of ``raw``: the parsed columns, with the Kafka position that orders
         them and, for messages without an operation, the marker of an upsert."""
         from pyspark.sql import functions as F
@@ -157,7 +162,7 @@ class TopicRouter(Router):
         if route.feed is not None:
             # a Debezium feed is ordered by its own source position, and publishes no extra column
             return rows.drop(*POSITION) if route.feed.convention == "debezium" else rows
-        if self._keys(route) is None:
+        if keys is None:
             return rows.drop(*POSITION)  # inserts, in no order a keyless table could show
         return rows.withColumn(ROW_MARKER, F.lit(int(RowMarker.UPSERT)))
 
@@ -167,10 +172,9 @@ class TopicRouter(Router):
         meta = TableFolder(self.storage, route.table).read_metadata()
         return tuple(meta.key_columns) if meta is not None and meta.key_columns else None
 
-    def _request_of(self, route: TopicTable) -> PushRequest:
+    def _request_of(self, route: TopicTable, keys: tuple[str, ...] | None) -> PushRequest:
         from dataclasses import replace
 
-        keys = self._keys(route)
         if route.feed is None and keys is None:
             return replace(self.base, table=route.table, keys=None, mode="snapshot", append=True)
         hidden = () if route.feed is not None and route.feed.convention == "debezium" else POSITION
