@@ -27,11 +27,14 @@ def test_a_broker_subscribes_its_topics_and_keeps_the_options_the_mirror_does_no
     )
     assert source.topics == ("erp.sales.orders", "erp.sales.lines")
     assert source.read_options() == {
+        "kafka.fetch.max.wait.ms": "10",  # a batch's read does not wait at each partition's end
         "kafka.security.protocol": "SSL",
         "includeHeaders": "true",
         "kafka.bootstrap.servers": "b1:9092,b2:9092",
     }
     assert "kafka.security" not in repr(source)  # options may hold credentials
+    waits = om.Kafka(bootstrap_servers="b:9092", topics="t.a", options={"kafka.fetch.max.wait.ms": 100})
+    assert waits.read_options()["kafka.fetch.max.wait.ms"] == "100"
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ChangeFeedError, ConfigError, OpenMirrorError, SourceError, user_line
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
@@ -55,10 +56,11 @@ class TopicRouter(Router):
     def apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
         """Parse and check every topic's messages, then check and apply each table's rows."""
         # Spark's Kafka source makes a task per topic partition: ten 3-partition topics are 30 tasks
-        # for each of the batch's many small jobs. Fewer partitions of the batch, read once, cost
-        # less; a key's order is by its partition and offset columns, not by where its row lies.
+        # for each of the batch's many small jobs. Fewer partitions of the batch, read once (parsed
+        # and kept, ``_parse``), cost less; a key's order is by its partition and offset columns, not
+        # by where its row lies.
         tasks = df.sparkSession.sparkContext.defaultParallelism
-        df = df.select(*KAFKA_COLUMNS).coalesce(max(1, tasks)).persist()
+        df = df.select(*KAFKA_COLUMNS).coalesce(max(1, tasks))
         try:
             self._apply(df, batch, apply_one)
         except Exception as exc:
@@ -66,25 +68,72 @@ class TopicRouter(Router):
             if said is None:
                 raise
             raise said from None
-        finally:
-            df.unpersist()
 
     def _apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
+        parsed, routes = self._parse(df, batch)
+        try:
+            keys = {r.topic: self._keys(r) for _, r in routes}  # a table's metadata read once a batch
+            parts = {
+                r.topic: (self._rows(parsed, i, r, keys[r.topic]), self._request_of(r, keys[r.topic]))
+                for i, r in routes
+            }
+            checked = self._check(parts, batch)
+            self._apply_all([(p, q, checked.get(t)) for t, (p, q) in parts.items()], apply_one)
+        finally:
+            parsed.unpersist()
+
+    def _parse(self, df: DataFrame, batch: StreamBatch) -> tuple[DataFrame, list[tuple[int, TopicTable]]]:
+        """The batch with each topic's values parsed once (column ``_p<i>`` for the i-th route),
+        kept for the checks and every table's push, and the routes of the batch's topics by their
+        column. One job over it finds the topics and checks their values: the first message of a
+        topic whose value is null or not JSON of its table's schema stops the batch, named by topic,
+        partition and offset. A topic not routed yet (a subscribed pattern's new topic) is routed,
+        and the batch parsed again."""
         from pyspark.sql import functions as F
 
-        topics = sorted(r["topic"] for r in df.select("topic").distinct().collect())
-        routes = [self._route(t) for t in topics]
-        self._check_values(df, routes, batch)
-        keys = {r.topic: self._keys(r) for r in routes}  # a table's metadata read once a batch
-        parts = {
-            r.topic: (
-                self._rows(df.where(F.col("topic") == r.topic), r, keys[r.topic]),
-                self._request_of(r, keys[r.topic]),
+        routes = list(self.routes.values())
+        while True:
+            parsed = df.select(
+                "topic",
+                "partition",
+                "offset",
+                *[self._parsed(r).alias(f"_p{i}") for i, r in enumerate(routes)],
+            ).persist()
+            bad = F.lit(None).cast("string")
+            for i, route in enumerate(routes):
+                value = F.col(f"_p{i}")
+                bad = F.when(
+                    F.col("topic") == route.topic,
+                    F.when(value.isNull(), F.lit("is null (a tombstone)")).when(
+                        value[_UNPARSED].isNotNull(), F.lit("is not JSON of its table's schema")
+                    ),
+                ).otherwise(bad)
+            at = F.struct("partition", "offset", bad.alias("why"))
+            found = (
+                parsed.groupBy("topic")
+                .agg(F.min(F.when(bad.isNotNull(), at)).alias("at"), F.count(bad).alias("n"))
+                .collect()
             )
-            for r in routes
-        }
-        checked = self._check(parts, batch)
-        self._apply_all([(p, q, checked.get(t)) for t, (p, q) in parts.items()], apply_one)
+            new = sorted(r["topic"] for r in found if r["topic"] not in self.routes)
+            if not new:
+                break
+            parsed.unpersist()
+            routes += [self._route(t) for t in new]
+        failed = sorted((r for r in found if r["n"]), key=lambda r: r["topic"])
+        if failed:
+            parsed.unpersist()
+            row = failed[0]
+            at_, table = row["at"], self.routes[row["topic"]].table
+            more = f" ({row['n'] - 1:,} more in this batch)" if row["n"] > 1 else ""
+            raise ChangeFeedError(
+                f"Topic {row['topic']} partition {at_['partition']} offset {at_['offset']}: the message's "
+                f"value {at_['why']} (table {table}){more}; nothing of batch {batch.batch} was published: "
+                f"fix what writes the topic, or the table's DDL in schemas=."
+            )
+        present = {r["topic"] for r in found}
+        return parsed, sorted(
+            ((i, r) for i, r in enumerate(routes) if r.topic in present), key=lambda x: x[1].topic
+        )
 
     def _route(self, topic: str) -> TopicTable:
         known = self.routes.get(topic)
@@ -103,68 +152,32 @@ class TopicRouter(Router):
 
     @staticmethod
     def _parsed(route: TopicTable) -> Column:
+        """The message's value as a struct of its table's columns and ``_UNPARSED`` (the value
+        itself, where it is not such JSON), for the messages of ``route``'s topic; NULL for others."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
         schema = StructType([*route.schema.fields, StructField(_UNPARSED, StringType())])
         options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _UNPARSED}
-        return F.from_json(F.col("value").cast("string"), schema, options)
+        parsed = F.from_json(F.col("value").cast("string"), schema, options)
+        return F.when(F.col("topic") == route.topic, parsed)
 
-    def _check_values(self, df: DataFrame, routes: list[TopicTable], batch: StreamBatch) -> None:
-        """One job over the batch: the first message of each topic whose value is null or not
-        JSON of its table's schema stops the batch, named by topic, partition and offset."""
+    def _rows(self, parsed: DataFrame, i: int, route: TopicTable, keys: tuple[str, ...] | None) -> DataFrame:
+        """The table's rows of the batch (``parsed``'s column ``_p<i>``): its columns, with the Kafka
+        position that orders them and, for messages without an operation, the marker of an upsert.
+        As text expressions, in one call to the JVM: a column built field by field costs a call
+        per field and table, a second per batch on this machine."""
         from pyspark.sql import functions as F
 
-        probes = []
-        for route in routes:
-            parsed = self._parsed(route)
-            why = F.when(F.col("value").isNull(), F.lit("is null (a tombstone)")).when(
-                parsed.isNull() | parsed[_UNPARSED].isNotNull(), F.lit("is not JSON of its table's schema")
-            )
-            probes.append(
-                df.where(F.col("topic") == route.topic)
-                .select("topic", F.struct("partition", "offset", why.alias("why")).alias("at"))
-                .where(F.col("at.why").isNotNull())
-            )
-        if not probes:
-            return
-        union = probes[0]
-        for probe in probes[1:]:
-            union = union.unionByName(probe)
-        found = (
-            union.groupBy("topic")
-            .agg(F.count("*").alias("n"), F.min("at").alias("at"))
-            .orderBy("topic")
-            .collect()
-        )
-        if found:
-            row = found[0]
-            at, table = row["at"], self.routes[row["topic"]].table
-            more = f" ({row['n'] - 1:,} more in this batch)" if row["n"] > 1 else ""
-            raise ChangeFeedError(
-                f"Topic {row['topic']} partition {at['partition']} offset {at['offset']}: the message's "
-                f"value {at['why']} (table {table}){more}; nothing of batch {batch.batch} was published: "
-                f"fix what writes the topic, or the table's DDL in schemas=."
-            )
-
-    def _rows(self, raw: DataFrame, route: TopicTable, keys: tuple[str, ...] | None) -> DataFrame:
-        """The table's rows of ``raw``: the parsed columns, with the Kafka position that orders
-        them and, for messages without an operation, the marker of an upsert."""
-        from pyspark.sql import functions as F
-
-        parsed = raw.select(
-            self._parsed(route).alias("v"),
-            F.col("partition").alias(PARTITION),
-            F.col("offset").alias(OFFSET),
-        )
-        names = [f.name for f in route.schema.fields]
-        rows = parsed.select(*[F.col("v").getField(n).alias(n) for n in names], PARTITION, OFFSET)
-        if route.feed is not None:
-            # a Debezium feed is ordered by its own source position, and publishes no extra column
-            return rows.drop(*POSITION) if route.feed.convention == "debezium" else rows
-        if keys is None:
-            return rows.drop(*POSITION)  # inserts, in no order a keyless table could show
-        return rows.withColumn(ROW_MARKER, F.lit(int(RowMarker.UPSERT)))
+        columns = [f"`_p{i}`.{quoted(f.name)} AS {quoted(f.name)}" for f in route.schema.fields]
+        extra = [f"partition AS {quoted(PARTITION)}", f"offset AS {quoted(OFFSET)}"]
+        if route.feed is None and keys is not None:
+            extra.append(f"{int(RowMarker.UPSERT)} AS {quoted(ROW_MARKER)}")
+        elif route.feed is None or route.feed.convention == "debezium":
+            # a keyless table's inserts have no order it could show; a Debezium feed is ordered by
+            # its own source position, and publishes no extra column
+            extra = []
+        return parsed.where(F.col("topic") == route.topic).selectExpr(*columns, *extra)
 
     def _keys(self, route: TopicTable) -> tuple[str, ...] | None:
         if route.keys is not None:
