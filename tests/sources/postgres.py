@@ -7,6 +7,11 @@ port only, stopped and deleted after.
 folder is created for it, owned by it and closed to others (mode 0700, as ``postgres`` wants).
 Local (socket) connections are trusted, for ``psql`` to load the schema; TCP connections, the
 ones JDBC makes, need the password.
+
+``start_server(logical=True)`` starts it with ``wal_level=logical`` and room for replication slots
+and WAL senders, as a logical-decoding reader (Debezium's PostgreSQL connector) needs; ``initdb``'s
+``pg_hba.conf`` already lets the superuser make replication connections from 127.0.0.1 with the
+password.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ class PostgresServer:
     port: int
     user: pwd.struct_passwd | None
     started_in: float = 0.0
+    logical: bool = False
 
     @property
     def url(self) -> str:
@@ -122,6 +128,8 @@ class PostgresServer:
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=40"
         )
+        if self.logical:
+            options += " -c wal_level=logical -c max_replication_slots=10 -c max_wal_senders=10"
         self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-w",
                   "-t", "60", "-o", options, "start")  # fmt: skip
         self.sql(f"CREATE DATABASE {DATABASE};", database="postgres")
@@ -137,15 +145,16 @@ class PostgresServer:
             os.chown(path, self.user.pw_uid, self.user.pw_gid)
 
 
-def start_server() -> PostgresServer:
-    """A fresh cluster with an empty database ``erp``; the caller stops it."""
+def start_server(*, logical: bool = False) -> PostgresServer:
+    """A fresh cluster with an empty database ``erp``; the caller stops it. With ``logical``, ready for
+    logical decoding (``wal_level=logical``)."""
     bin_dir = binaries()
     assert bin_dir is not None
     user = _server_user()
     # Not under pytest's tmp_path: its folders are the test user's, closed to the server's user.
     root = Path(tempfile.mkdtemp(prefix="openmirror-pg-"))
     for attempt in range(3):  # a free port can be taken between the probe and the start
-        server = PostgresServer(bin_dir, root, _free_port(), user)
+        server = PostgresServer(bin_dir, root, _free_port(), user, logical=logical)
         if user is not None:
             os.chown(root, user.pw_uid, user.pw_gid)
         try:
