@@ -19,6 +19,7 @@ PACKAGE = Path(openmirror_nb.__file__).parent
 BASE = {"errors", "table_names", "identifiers", "model", "target", "runtime", "progress", "moved"}
 BASE |= {"feed_options"}  # om.FeedOptions: a value like the model's, that every layer passes on
 BASE |= {"secret_refs"}  # where a secret is kept (a variable's name, a Key Vault URL): sources, streams
+BASE |= {"column_types"}  # a plan's declared types (issue 39): JDBC sources and Debezium streams apply them
 SKINS = {"magics", "widgets", "cli", "demo", "grammar", "push_flags"}
 SKIN_API = {"__init__", "errors"} | SKINS
 # What each part of the package may import (besides itself).
@@ -37,6 +38,7 @@ ALLOWED: dict[str, set[str]] = {
     "_core": set(),
     "moved": set(),  # its __init__ only says what it is
     "secret_refs": {"errors"},
+    "column_types": {"errors", "identifiers"},
     "identifiers": set(),  # quoting a name for Spark SQL: the pipeline, the mirror and sources share it
     "__main__": {"cli"},
     "storage": BASE,

@@ -126,20 +126,25 @@ def test_a_topic_names_its_table_by_its_last_two_parts_or_by_tables():
         table_of("lines", {"orders": "sales.orders"})
 
 
-def test_every_topic_needs_its_tables_schema_and_one_table_takes_one_topic():
+def test_a_topics_table_takes_its_declared_schema_types_and_keys_and_one_table_takes_one_topic():
     declared = TopicTables.create(
-        tables=None, schemas={"Sales.Orders": "id BIGINT"}, keys={"sales.orders": ["id"]}, feed=None
+        tables=None,
+        schemas={"Sales.Orders": "id BIGINT"},
+        keys={"sales.orders": ["id"]},
+        feed=None,
+        types={"SALES.lines": {"n": "decimal(38,10)"}},
     )
     route = declared.route("erp.sales.orders", lambda ddl: ddl)
-    assert (route.schema, route.keys, route.feed) == ("id BIGINT", ("id",), None)
-    with pytest.raises(om.ConfigError, match=r"Table sales.lines \(topic 'erp.sales.lines'\) has no schema"):
-        declared.route("erp.sales.lines", lambda ddl: ddl)
+    assert (route.schema, route.keys, route.feed, route.types) == ("id BIGINT", ("id",), None, None)
+    # no DDL: Debezium events with schemas carry the columns (a JSON row is refused per batch)
+    lines = declared.route("erp.sales.lines", lambda ddl: ddl)
+    assert (lines.schema, lines.keys, lines.types) == (None, None, {"n": "decimal(38,10)"})
     with pytest.raises(
         om.ConfigError, match=r"Topics 'a.sales.orders' and 'b.sales.orders' both go to table"
     ):
         declared.routes(["a.sales.orders", "b.sales.orders"], lambda ddl: ddl)
-    with pytest.raises(om.ConfigError, match=r"needs schemas="):
-        TopicTables.create(tables=None, schemas=None, keys=None, feed=None)
+    with pytest.raises(om.ConfigError, match=r"types= of table 'sales.lines' maps columns to types"):
+        TopicTables.create(tables=None, schemas=None, keys=None, feed=None, types={"sales.lines": "string"})
 
 
 def test_starting_offsets_are_earliest_unless_said():

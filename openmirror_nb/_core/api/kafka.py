@@ -35,6 +35,7 @@ class KafkaStreams(DatabaseBase):
         schemas: Mapping[str, str] | None = None,
         keys: Mapping[str, Sequence[str]] | None = None,
         feed: FeedOptions | Mapping[str, FeedOptions] | None = None,
+        types: Mapping[str, Mapping[str, str]] | None = None,
         starting_offsets: str | Mapping[str, Mapping[int, int]] | None = None,
         max_offsets_per_trigger: int | None = None,
         query_name: str | None = None,
@@ -46,7 +47,11 @@ class KafkaStreams(DatabaseBase):
     ) -> MirrorStream:
         """Mirror Kafka topics, each into its table, exactly once per micro-batch.
 
-        Each message's value is a JSON row of its table. A batch's identity is committed with its
+        Each topic carries JSON rows of its table, or Debezium's change events (JsonConverter's
+        output, with or without schemas), told from its first message and recorded: a later
+        message of another shape stops the batch. Debezium's tombstones, heartbeats and
+        transaction metadata are skipped; a truncate, an unavailable TOASTed value or Avro stop
+        the batch in one line. A batch's identity is committed with its
         files, so a batch Spark replays after a crash publishes nothing twice; a value that does
         not parse (or a null one) stops the batch before anything of it is published, named by
         topic, partition and offset; offsets the checkpoint needs that are gone from a topic stop
@@ -63,12 +68,21 @@ class KafkaStreams(DatabaseBase):
                 or an interval such as ``"10 seconds"`` (runs until stopped).
             tables: Topic -> table (``"schema.table"``). Without it a topic's last two
                 dot-separated parts name its table (``erp.sales.orders`` -> ``sales.orders``).
-            schemas: Per table, its columns as DDL (``"id BIGINT, name STRING, op STRING"``).
-            keys: Per table, its key columns (a table that exists already may be left out).
+            schemas: Per table, its columns as DDL (``"id BIGINT, name STRING, op STRING"``):
+                needed for JSON rows and for Debezium events without schemas (a column's
+                ``COMMENT`` may name its Connect type, e.g. ``'io.debezium.time.Timestamp'``);
+                Debezium events with schemas need none.
+            keys: Per table, its key columns (a table that exists already may be left out;
+                Debezium events take them from the Kafka key).
                 A table without keys and without a feed takes inserts only.
             feed: Messages carrying an operation column: one ``om.FeedOptions`` for every table,
                 or a dict of them by table; a key's changes apply in ``order_by``'s order, then
                 by partition and offset. Tables without one take each message as an upsert by key.
+                Debezium events need none: each key's events apply in the order of their source
+                position (PostgreSQL's ``source.sequence``, MySQL's binlog position).
+            types: Per table, columns whose source type no Spark type holds whole (Debezium's
+                ``VariableScaleDecimal``: PostgreSQL's ``numeric`` without precision) as
+                ``"decimal(p,s)"`` or ``"string"``, as a plan's ``types``.
             starting_offsets: Where a new checkpoint starts: ``"earliest"`` (default),
                 ``"latest"`` or ``{topic: {partition: offset}}``. A checkpoint that exists goes on
                 where it stopped.
@@ -82,7 +96,7 @@ class KafkaStreams(DatabaseBase):
             the checkpoint needs are gone from a topic.
 
         Raises:
-            ConfigError: a topic that names no table, a table without a schema, a bad trigger,
+            ConfigError: a topic that names no table, a bad trigger, types=,
                 starting offset or option; the Event Hubs connection string not found.
 
         Example:
@@ -100,13 +114,14 @@ class KafkaStreams(DatabaseBase):
         from openmirror_nb._core.streaming.kafka_source import EventHubs, Kafka, read_kafka
         from openmirror_nb._core.streaming.sink import BatchSink
         from openmirror_nb._core.streaming.stream import start_stream, trigger_of
+        from openmirror_nb._core.streaming.topic_shapes import HEARTBEAT_PREFIX
         from openmirror_nb._core.streaming.topics import TopicTables
 
         trigger_of(trigger)
         check_parallel(parallel)
         if not checkpoint:
             raise ConfigError("mirror_kafka needs checkpoint='<folder>': it keeps the offsets applied.")
-        declared = TopicTables.create(tables=tables, schemas=schemas, keys=keys, feed=feed)
+        declared = TopicTables.create(tables=tables, schemas=schemas, keys=keys, feed=feed, types=types)
         spark = get_spark()
 
         def schema_of(ddl: str) -> StructType:
@@ -115,7 +130,9 @@ class KafkaStreams(DatabaseBase):
         routes = {}
         where = source.describe() if isinstance(source, Kafka | EventHubs) else "Kafka"
         if isinstance(source, Kafka | EventHubs):
-            routes = declared.routes(list(source.topics), schema_of)  # refused before the stream starts
+            # refused before the stream starts; Debezium's heartbeats name no table
+            tabled = [t for t in source.topics if not t.startswith(HEARTBEAT_PREFIX)]
+            routes = declared.routes(tabled, schema_of)
             df = read_kafka(
                 spark,
                 source,

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb._core.column_types import apply_types
 from openmirror_nb._core.errors import ConfigError, OpenMirrorError, user_line
-from openmirror_nb._core.sources.column_types import apply_types
 from openmirror_nb._core.sources.passwords import SECRET_PROPERTY, Password, hide, split_url
 from openmirror_nb._core.sources.table import Source, SourceKind, SourceTable
 from openmirror_nb._core.sources.watermark import keep_rows_past

@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb._core.column_types import MAX_DIGITS, apply_types, shown
 from openmirror_nb._core.errors import REFUSAL_MARK
 from openmirror_nb._core.identifiers import quoted
-from openmirror_nb._core.sources.column_types import MAX_DIGITS, apply_types, shown
 from openmirror_nb._core.sources.watermark import ROWS_PAST
 
 if TYPE_CHECKING:

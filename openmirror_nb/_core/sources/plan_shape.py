@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any, NoReturn, TypeVar
 
+from openmirror_nb._core.column_types import parse_type
 from openmirror_nb._core.errors import ConfigError, InvalidNameError, did_you_mean
 from openmirror_nb._core.feed_options import FEED_FIELDS, FeedOptions
-from openmirror_nb._core.sources.column_types import parse_type
 from openmirror_nb._core.sources.plan import FIELDS, KEY_ORIGINS, PlannedTable
 from openmirror_nb._core.sources.plan_strategy import (
     DEFAULT,

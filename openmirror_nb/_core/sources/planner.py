@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from openmirror_nb._core.column_types import apply_types, type_problems
 from openmirror_nb._core.errors import ConfigError, InvalidNameError
 from openmirror_nb._core.keys import key_suggestions
 from openmirror_nb._core.sources import notes
 from openmirror_nb._core.sources import problems as check
-from openmirror_nb._core.sources.column_types import apply_types, type_problems
 from openmirror_nb._core.sources.plan import KeyOrigin, PlannedTable, SourcePlan, Strategy
 from openmirror_nb._core.sources.plan_strategy import PlanStrategy, get_strategy, strategy_for
 from openmirror_nb._core.sources.registry import lacking

@@ -158,7 +158,7 @@ class Source(Protocol):
         table, column and value. Default: ``read``, then the conversions on Spark; a source whose
         reader would lose digits before Spark sees them reads those columns as text here
         (``om.Jdbc``)."""
-        from openmirror_nb._core.sources.column_types import apply_types
+        from openmirror_nb._core.column_types import apply_types
 
         return apply_types(self.read(table), types, table=table)
 

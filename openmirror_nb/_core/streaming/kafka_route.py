@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ChangeFeedError, ConfigError, OpenMirrorError, SourceError, user_line
 from openmirror_nb._core.identifiers import quoted
@@ -20,7 +20,19 @@ from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
 from openmirror_nb._core.pipeline.push.request import PushRequest
+from openmirror_nb._core.streaming import debezium_rows
 from openmirror_nb._core.streaming.route import ApplyOne, Router
+from openmirror_nb._core.streaming.topic_shapes import (
+    DEBEZIUM,
+    IGNORED,
+    JSON,
+    SHAPE,
+    TopicBatch,
+    aggregates,
+    probe,
+    read_shapes,
+    save_shapes,
+)
 from openmirror_nb._core.streaming.topics import OFFSET, PARTITION, POSITION, TopicTable, TopicTables
 
 if TYPE_CHECKING:
@@ -29,6 +41,7 @@ if TYPE_CHECKING:
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset")
 _UNPARSED = "_openmirror_unparsed"  # from_json's corrupt-record column
+Batches = dict[str, TopicBatch]  # per topic, what the checking job found
 
 
 def check_kafka_frame(df: DataFrame) -> None:
@@ -51,6 +64,7 @@ class TopicRouter(Router):
     declared: TopicTables | None = None
     schema_of: Callable[[str], StructType] | None = None
     routes: dict[str, TopicTable] = field(default_factory=dict)
+    recorded: dict[str, dict[str, str]] = field(default_factory=dict)  # per query: topic -> shape
     where: str = "Kafka"  # the source, as a message names it
 
     def apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
@@ -70,70 +84,113 @@ class TopicRouter(Router):
             raise said from None
 
     def _apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
-        parsed, routes = self._parse(df, batch)
+        parsed, batches, columns = self._parse(df, batch)
         try:
-            keys = {r.topic: self._keys(r) for _, r in routes}  # a table's metadata read once a batch
-            parts = {
-                r.topic: (self._rows(parsed, i, r, keys[r.topic]), self._request_of(r, keys[r.topic]))
-                for i, r in routes
-            }
+            parts = {}
+            for topic in sorted(batches):
+                found, route = batches[topic], self.routes.get(topic)
+                if route is None or found.shape not in (JSON, *DEBEZIUM):
+                    continue  # heartbeats, transaction metadata, or only tombstones
+                if found.shape == JSON:
+                    keys = self._keys(route)  # a table's metadata read once a batch
+                    parts[topic] = (
+                        self._rows(parsed, columns[topic], route, keys),
+                        self._request_of(route, keys),
+                    )
+                else:
+                    parts[topic] = debezium_rows.part(parsed, found, route, self.base, self._keys)
             checked = self._check(parts, batch)
             self._apply_all([(p, q, checked.get(t)) for t, (p, q) in parts.items()], apply_one)
         finally:
             parsed.unpersist()
 
-    def _parse(self, df: DataFrame, batch: StreamBatch) -> tuple[DataFrame, list[tuple[int, TopicTable]]]:
-        """The batch with each topic's values parsed once (column ``_p<i>`` for the i-th route),
-        kept for the checks and every table's push, and the routes of the batch's topics by their
-        column. One job over it finds the topics and checks their values: the first message of a
-        topic whose value is null or not JSON of its table's schema stops the batch, named by topic,
-        partition and offset. A topic not routed yet (a subscribed pattern's new topic) is routed,
-        and the batch parsed again."""
+    def _parse(self, df: DataFrame, batch: StreamBatch) -> tuple[DataFrame, Batches, dict[str, int]]:
+        """The batch, kept for the checks and every table's push, with what one job over it found
+        per topic (``TopicBatch``: its shape, from the first message the stream saw, and what the
+        checks need), and the column ``_p<i>`` of each JSON topic's values parsed once. The job also
+        checks the values: the first message of a JSON topic whose value is null or not JSON of its
+        table's schema stops the batch, named by topic, partition and offset. A topic not routed
+        yet (a subscribed pattern's new topic) is routed, and a JSON one's batch parsed again."""
         from pyspark.sql import functions as F
 
-        routes = list(self.routes.values())
+        shapes = self._shapes(batch.query)
+        probed = probe(df)
+        routes = [
+            r for r in self.routes.values() if r.schema is not None and shapes.get(r.topic, JSON) == JSON
+        ]
         while True:
-            parsed = df.select(
-                "topic",
-                "partition",
-                "offset",
-                *[self._parsed(r).alias(f"_p{i}") for i, r in enumerate(routes)],
-            ).persist()
+            values = [self._parsed(r).alias(f"_p{i}") for i, r in enumerate(routes)]
+            parsed = probed.select("*", *values).persist()
             bad = F.lit(None).cast("string")
             for i, route in enumerate(routes):
                 value = F.col(f"_p{i}")
-                bad = F.when(
-                    F.col("topic") == route.topic,
-                    F.when(value.isNull(), F.lit("is null (a tombstone)")).when(
-                        value[_UNPARSED].isNotNull(), F.lit("is not JSON of its table's schema")
-                    ),
-                ).otherwise(bad)
+                wrong = F.when(
+                    value.isNull() | value[_UNPARSED].isNotNull(), F.lit("is not JSON of its table's schema")
+                )
+                bad = F.when((F.col("topic") == route.topic) & (F.col(SHAPE) == JSON), wrong).otherwise(bad)
             at = F.struct("partition", "offset", bad.alias("why"))
-            found = (
+            rows = (
                 parsed.groupBy("topic")
-                .agg(F.min(F.when(bad.isNotNull(), at)).alias("at"), F.count(bad).alias("n"))
+                .agg(F.min(F.when(bad.isNotNull(), at)).alias("at"), F.count(bad).alias("n"), *aggregates())
                 .collect()
             )
-            new = sorted(r["topic"] for r in found if r["topic"] not in self.routes)
-            if not new:
+            batches = {r["topic"]: TopicBatch.of(r, shapes.get(r["topic"])) for r in rows}
+            fresh = [
+                self._route(t)
+                for t, b in sorted(batches.items())
+                if t not in self.routes and b.shape not in IGNORED
+            ]
+            again = [r for r in fresh if r.schema is not None and batches[r.topic].shape == JSON]
+            if not again:
                 break
             parsed.unpersist()
-            routes += [self._route(t) for t in new]
-        failed = sorted((r for r in found if r["n"]), key=lambda r: r["topic"])
-        if failed:
+            routes += again
+        try:
+            self._refuse(rows, batches, {r.topic for r in routes}, batch)
+        except BaseException:
             parsed.unpersist()
+            raise
+        seen = {t: b.shape for t, b in batches.items() if b.shape is not None and t not in shapes}
+        if seen:
+            shapes.update(seen)
+            save_shapes(self.storage, batch.query, shapes)
+        return parsed, batches, {r.topic: i for i, r in enumerate(routes)}
+
+    def _refuse(
+        self, rows: list[Any], batches: dict[str, TopicBatch], parsed: set[str], batch: StreamBatch
+    ) -> None:
+        """Stop the batch, in one line naming the first message at fault, on what the job found."""
+        for topic, found in sorted(batches.items()):
+            if found.shape in IGNORED or found.shape is None:
+                continue
+            table = self.routes[topic].table
+            found.check(str(table))
+            if found.shape == JSON and topic not in parsed:
+                raise ChangeFeedError(
+                    f"{found.where(found.first)}: the message is a JSON row, not a Debezium event, so "
+                    f"table {table} needs its columns: give them in schemas={{'{table}': 'id BIGINT, ...'}}."
+                )
+            if found.shape == JSON and found.tombstone_at is not None:
+                raise ChangeFeedError(
+                    f"{found.where(found.tombstone_at)}: the message's value is null (a tombstone) (table "
+                    f"{table}); nothing of batch {batch.batch} was published: fix what writes the topic, "
+                    "or the table's DDL in schemas=."
+                )
+        failed = sorted((r for r in rows if r["n"]), key=lambda r: r["topic"])
+        if failed:
             row = failed[0]
-            at_, table = row["at"], self.routes[row["topic"]].table
+            at, table = row["at"], self.routes[row["topic"]].table
             more = f" ({row['n'] - 1:,} more in this batch)" if row["n"] > 1 else ""
             raise ChangeFeedError(
-                f"Topic {row['topic']} partition {at_['partition']} offset {at_['offset']}: the message's "
-                f"value {at_['why']} (table {table}){more}; nothing of batch {batch.batch} was published: "
+                f"Topic {row['topic']} partition {at['partition']} offset {at['offset']}: the message's "
+                f"value {at['why']} (table {table}){more}; nothing of batch {batch.batch} was published: "
                 f"fix what writes the topic, or the table's DDL in schemas=."
             )
-        present = {r["topic"] for r in found}
-        return parsed, sorted(
-            ((i, r) for i, r in enumerate(routes) if r.topic in present), key=lambda x: x[1].topic
-        )
+
+    def _shapes(self, query: str) -> dict[str, str]:
+        if query not in self.recorded:
+            self.recorded[query] = read_shapes(self.storage, query)
+        return self.recorded[query]
 
     def _route(self, topic: str) -> TopicTable:
         known = self.routes.get(topic)
@@ -157,6 +214,7 @@ class TopicRouter(Router):
         from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
+        assert route.schema is not None  # only a topic with a DDL is parsed as rows
         schema = StructType([*route.schema.fields, StructField(_UNPARSED, StringType())])
         options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _UNPARSED}
         parsed = F.from_json(F.col("value").cast("string"), schema, options)
@@ -169,6 +227,7 @@ class TopicRouter(Router):
         per field and table, a second per batch on this machine."""
         from pyspark.sql import functions as F
 
+        assert route.schema is not None  # only a topic with a DDL is parsed as rows
         columns = [f"`_p{i}`.{quoted(f.name)} AS {quoted(f.name)}" for f in route.schema.fields]
         extra = [f"partition AS {quoted(PARTITION)}", f"offset AS {quoted(OFFSET)}"]
         if route.feed is None and keys is not None:

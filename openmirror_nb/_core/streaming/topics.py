@@ -10,7 +10,7 @@ a key; without one, upserts by key, or inserts where the table has no keys.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ConfigError, InvalidNameError, OpenMirrorError, did_you_mean
@@ -32,9 +32,10 @@ class TopicTable:
 
     topic: str
     table: TableRef
-    schema: StructType
+    schema: StructType | None  # None: none declared (Debezium events that carry their schema)
     keys: tuple[str, ...] | None
     feed: FeedOptions | None
+    types: Mapping[str, str] | None = None  # declared column types (``decimal(p,s)`` or ``string``)
 
     @property
     def ordered_feed(self) -> FeedOptions:
@@ -91,6 +92,7 @@ class TopicTables:
     schemas: Mapping[str, object]
     keys: Mapping[str, object]
     feed: FeedOptions | Mapping[str, object] | None
+    types: Mapping[str, object] = field(default_factory=dict)
 
     @classmethod
     def create(
@@ -100,16 +102,22 @@ class TopicTables:
         schemas: Mapping[str, str] | None,
         keys: Mapping[str, Sequence[str]] | None,
         feed: FeedOptions | Mapping[str, FeedOptions] | None,
+        types: Mapping[str, Mapping[str, str]] | None = None,
     ) -> TopicTables:
         if tables is not None and not isinstance(tables, Mapping):
             raise ConfigError(
                 f"tables= maps topics to tables, e.g. {{'orders': 'sales.orders'}}; got {tables!r}."
             )
-        if schemas is None or not isinstance(schemas, Mapping) or not schemas:
+        if schemas is not None and not isinstance(schemas, Mapping):
             raise ConfigError(
-                "db.mirror_kafka needs schemas= with each table's columns as DDL, e.g. "
+                "schemas= takes each table's columns as DDL, e.g. "
                 "schemas={'sales.orders': 'id BIGINT, amount DECIMAL(12,2), op STRING'}."
             )
+        for table, columns in (types or {}).items():
+            if not isinstance(columns, Mapping):
+                raise ConfigError(
+                    f"types= of table {table!r} maps columns to types, e.g. {{'amount': 'decimal(38,10)'}}."
+                )
         if keys is not None and not isinstance(keys, Mapping):
             raise ConfigError(
                 f"keys= takes keys per table, e.g. keys={{'sales.orders': ['id']}}; got {keys!r}."
@@ -130,19 +138,16 @@ class TopicTables:
             _by_table(schemas, "schemas"),
             _by_table(keys, "keys"),
             feeds,
+            _by_table(types, "types"),
         )
 
     def route(self, topic: str, schema_of: object) -> TopicTable:
         """``topic``'s table; ``schema_of`` parses a DDL string into a ``StructType``."""
         table = table_of(topic, self.tables)
         ddl = self.schemas.get(table.identity)
-        if ddl is None:
-            raise ConfigError(
-                f"Table {table} (topic {topic!r}) has no schema in schemas=; give its columns, e.g. "
-                f"schemas={{..., '{table}': 'id BIGINT, name STRING'}}."
-            )
         try:
-            schema = schema_of(ddl)  # type: ignore[operator]
+            # no DDL: the messages must be Debezium events that carry their schema (said per batch)
+            schema = None if ddl is None else schema_of(ddl)  # type: ignore[operator]
         except Exception as exc:  # Spark's parse error, said in one line
             from openmirror_nb._core.errors import user_line
 
@@ -151,7 +156,9 @@ class TopicTables:
             ) from None
         feed = self.feed.get(table.identity) if isinstance(self.feed, Mapping) else self.feed
         keys = self.keys.get(table.identity)
-        return TopicTable(topic, table, schema, tuple(keys) if keys else None, feed)  # type: ignore[arg-type]
+        types = self.types.get(table.identity)
+        keys_of: tuple[str, ...] | None = tuple(keys) if keys else None  # type: ignore[arg-type]
+        return TopicTable(topic, table, schema, keys_of, feed, types)  # type: ignore[arg-type]
 
     def routes(self, topics: Sequence[str], schema_of: object) -> dict[str, TopicTable]:
         """Each topic's table; two topics into one table are refused (one table, one topic)."""

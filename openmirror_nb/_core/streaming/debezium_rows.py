@@ -1,0 +1,141 @@
+"""A Debezium topic's events in a batch, as the envelope the push's Debezium feed reads.
+
+Each event's ``before`` and ``after`` images hold the table's columns converted from Kafka
+Connect's encoding (``connect_types``: from the schema the messages carry, or from the table's
+declared DDL), its ``op``, and the fields that order a key's events, all present in every event
+(the push takes an event without one as invalid):
+
+- PostgreSQL: ``source.sequence``, the pair of the last commit's LSN and the change's LSN (a change's
+  own LSN alone does not rise in commit order across transactions), else ``source.lsn`` (connectors
+  too old to write the pair); MySQL: the binlog file, position and row;
+- then the Kafka partition and offset: events that share a position (a snapshot's rows, the
+  delete and create of a key's change) keep the order Debezium wrote them in, which within a key
+  agrees with Kafka's.
+
+Tombstones (the null value after a delete) are left out: the delete carries the key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from openmirror_nb._core.errors import ChangeFeedError
+from openmirror_nb._core.feed_options import FeedOptions
+from openmirror_nb._core.pipeline.push.request import PushRequest
+from openmirror_nb._core.streaming.topic_shapes import WRAPPED, TopicBatch
+from openmirror_nb._core.streaming.topics import OFFSET, PARTITION, TopicTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
+
+    from openmirror_nb._core.streaming.connect_types import ConnectColumn
+
+ORDER = ("seq_commit_lsn", "seq_change_lsn", "binlog_file", "binlog_pos", "binlog_row", PARTITION, OFFSET)
+FEED = FeedOptions(convention="debezium", order_by=ORDER)
+
+
+def envelope_schema(columns: Sequence[ConnectColumn], *, wrapped: bool) -> StructType:
+    """What ``from_json`` reads an event's value as: both images raw, ``op`` and the ordering
+    fields of ``source``; inside ``payload`` when the JsonConverter wrote its schema."""
+    from pyspark.sql.types import DecimalType, IntegerType, LongType, StringType, StructField, StructType
+
+    row = StructType([StructField(c.name, c.raw) for c in columns])
+    source = StructType(
+        [
+            StructField("sequence", StringType()),
+            StructField("lsn", DecimalType(20, 0)),  # an LSN is an unsigned 64-bit number
+            StructField("file", StringType()),
+            StructField("pos", LongType()),
+            StructField("row", IntegerType()),
+        ]
+    )
+    event = StructType(
+        [
+            StructField("before", row),
+            StructField("after", row),
+            StructField("op", StringType()),
+            StructField("source", source),
+        ]
+    )
+    return StructType([StructField("payload", event)]) if wrapped else event
+
+
+def events(topic_rows: DataFrame, columns: Sequence[ConnectColumn], *, wrapped: bool) -> DataFrame:
+    """The envelope frame of one topic's messages (``text``, ``partition``, ``offset``)."""
+    from pyspark.sql import functions as F
+
+    schema = envelope_schema(columns, wrapped=wrapped)
+    parsed = topic_rows.where(F.col("text").isNotNull()).select(
+        F.from_json("text", schema).alias("e"), F.col("partition"), F.col("offset")
+    )
+    event = F.col("e.payload") if wrapped else F.col("e")
+
+    def image(side: str) -> Column:
+        raw = event[side]
+        converted = F.struct(*[c.convert(raw[c.name]).alias(c.name) for c in columns])
+        return F.when(raw.isNotNull(), converted)
+
+    source = event["source"]
+    sequence = F.from_json(source["sequence"], "array<string>")
+    return parsed.select(
+        image("before").alias("before"),
+        image("after").alias("after"),
+        event["op"].alias("op"),
+        F.coalesce(sequence[0].cast("decimal(20,0)"), F.lit(-1).cast("decimal(20,0)")).alias(ORDER[0]),
+        F.coalesce(sequence[1].cast("decimal(20,0)"), source["lsn"], F.lit(-1).cast("decimal(20,0)")).alias(
+            ORDER[1]
+        ),
+        F.coalesce(source["file"], F.lit("")).alias(ORDER[2]),
+        F.coalesce(source["pos"], F.lit(-1).cast("long")).alias(ORDER[3]),
+        F.coalesce(source["row"], F.lit(-1)).alias(ORDER[4]),
+        F.col("partition").alias(PARTITION),
+        F.col("offset").alias(OFFSET),
+    )
+
+
+def inserts(topic_rows: DataFrame, columns: Sequence[ConnectColumn], *, wrapped: bool) -> DataFrame:
+    """A keyless table's rows: the ``after`` image of each snapshot read and create (the checks
+    refused its updates and deletes before)."""
+    from pyspark.sql import functions as F
+
+    frame = events(topic_rows, columns, wrapped=wrapped)
+    return frame.where(F.col("op").isin("r", "c")).select("after.*")
+
+
+def part(
+    parsed: DataFrame,
+    found: TopicBatch,
+    route: TopicTable,
+    base: PushRequest,
+    keys_of: Callable[[TopicTable], tuple[str, ...] | None],
+) -> tuple[DataFrame, PushRequest]:
+    """A Debezium topic's events of the batch (``parsed``: the batch's messages, probed), as the
+    frame its table's push reads and that push's request. Keys: those declared, else the Kafka
+    key's fields, else the table's own; none: the table takes inserts only."""
+    from dataclasses import replace
+
+    from pyspark.sql import functions as F
+
+    from openmirror_nb._core.streaming.connect_types import connect_columns, declared_columns
+
+    table, wrapped = str(route.table), found.shape == WRAPPED
+    fields = found.connect_fields()
+    if fields is not None:
+        columns = connect_columns(fields, table=table, types=route.types)
+    elif route.schema is not None:
+        columns = declared_columns(route.schema, table=table, types=route.types)
+    else:
+        raise ChangeFeedError(
+            f"{found.where(found.first)}: Debezium events without schemas, so table {table}'s "
+            f"columns are unknown; give them in schemas={{'{table}': 'id INT, ...'}}, or set the "
+            "connector's value.converter.schemas.enable=true."
+        )
+    keys = route.keys or found.key_names() or keys_of(route)
+    rows = parsed.where(F.col("topic") == route.topic)
+    if not keys:
+        frame = inserts(rows, columns, wrapped=wrapped)
+        return frame, replace(base, table=route.table, keys=None, mode="snapshot", append=True)
+    request = replace(base, table=route.table, keys=tuple(keys), feed=FEED, unpublished=())
+    return events(rows, columns, wrapped=wrapped), request
