@@ -13,10 +13,11 @@ from decimal import Decimal
 
 import pytest
 
+import openmirror_nb as om
 from tests.kafka_connect import KafkaConnect, missing
 from tests.sources.postgres import PASSWORD, start_server
 
-pytestmark = pytest.mark.skipif(missing() is not None, reason=str(missing()))
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
 PREFIX = "dbzchain"  # topics of its own: the session's broker is shared
 TOPIC = f"{PREFIX}.chain.t"
 
@@ -70,7 +71,9 @@ def _sequence(value):
     return (-1 if first is None else int(first), int(lsn))
 
 
-def test_envelopes_tombstone_and_resume_after_kill(kafka, pg):
+def test_envelopes_tombstone_and_resume_after_kill_then_the_mirror_equals_postgresql(
+    spark, kafka, pg, tmp_path
+):
     # Heartbeats keep the source offsets moving, so the worker flushes them each second.
     settings = {"heartbeat.interval.ms": 500}
     with KafkaConnect(
@@ -124,3 +127,22 @@ def test_envelopes_tombstone_and_resume_after_kill(kafka, pg):
         assert resumed["payload"]["after"]["v"] == "while down"
         assert _sequence(resumed) > streamed[-1]
         assert PASSWORD not in connect.log.read_text(encoding="utf-8", errors="replace")
+
+    # The whole chain: Connect's topic, resent events included, through db.mirror_kafka with
+    # nothing declared; the mirror holds what PostgreSQL holds.
+    db = om.connect(tmp_path / "db", lock_timeout=30)
+    db.mirror_kafka(
+        om.Kafka(bootstrap_servers=kafka.bootstrap, topics=[TOPIC]), checkpoint=tmp_path / "ckpt"
+    ).await_termination(timeout=600)
+    om.LocalMirror(db.target.root).run_once()
+    source = [line.split("|") for line in pg.sql("SELECT id, v, n FROM chain.t ORDER BY id;").splitlines()]
+    mirrored = sorted((r["id"], r["v"], r["n"]) for r in db.read_table("chain.t").collect())
+    assert (
+        mirrored
+        == [(int(i), v, Decimal(n)) for i, v, n in source]
+        == [
+            (1, "changed", Decimal("1.50")),
+            (3, "while down", Decimal("3.00")),
+        ]
+    )
+    assert list(db.describe("chain.t").keys) == ["id"]
