@@ -198,3 +198,11 @@ def test_a_keys_events_apply_in_the_order_of_their_source_position_not_of_arriva
     topic = replay(kafka, [snapshot, second, first], f"d{uuid.uuid4().hex[:6]}", 1)
     _mirror(db, kafka, [topic], tmp_path, types=TYPES)
     assert [r["t"] for r in db.read_table("inv.every_type").collect()] == ["A second"]
+
+
+def test_a_batch_of_only_a_deletes_tombstone_applies_nothing_and_goes_on(spark, db, kafka, tmp_path):
+    # c, u, d, then the tombstone alone in a batch of its own (3 messages a batch)
+    topic = replay(kafka, recorded("schemas")["pg.inv.toasty_full"], f"d{uuid.uuid4().hex[:6]}", 1)
+    ms = _mirror(db, kafka, [topic], tmp_path, max_offsets_per_trigger=3)
+    assert [p["numInputRows"] for p in ms.query.recentProgress if p["numInputRows"]] == [3, 1]
+    assert db.read_table("inv.toasty_full").count() == 0

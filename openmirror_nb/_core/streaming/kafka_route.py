@@ -89,8 +89,9 @@ class TopicRouter(Router):
             parts = {}
             for topic in sorted(batches):
                 found, route = batches[topic], self.routes.get(topic)
-                if route is None or found.shape not in (JSON, *DEBEZIUM):
-                    continue  # heartbeats, transaction metadata, or only tombstones
+                if route is None or found.first is None or found.shape not in (JSON, *DEBEZIUM):
+                    continue  # heartbeats, transaction metadata, or only tombstones (a JSON topic's
+                    # were refused)
                 if found.shape == JSON:
                     keys = self._keys(route)  # a table's metadata read once a batch
                     parts[topic] = (
