@@ -171,10 +171,12 @@ def test_a_topic_keeps_the_shape_of_its_first_message_and_avro_is_refused(spark,
     _mirror(db, kafka, [topic], tmp_path)
     assert db.read_table("inv.toasty_full").count() == 1
     kafka.produce(topic, [('{"id": 2}', json.dumps({"id": 2, "big": "x", "n": 1}), 0)])
-    before = tree_hash(db.target.landing_zone)
+    # the table's folder (the first run's lag record may still be saved after it ended)
+    home = db.target.landing_zone / "inv.schema"
+    before = tree_hash(home)
     with pytest.raises(om.ChangeFeedError, match=r"carries Debezium events with schemas \(so recorded"):
         _mirror(db, kafka, [topic], tmp_path)
-    assert tree_hash(db.target.landing_zone) == before
+    assert tree_hash(home) == before
 
     avro = f"a{uuid.uuid4().hex[:6]}.inv.avro"
     kafka.create_topic(avro, partitions=1)
