@@ -1,11 +1,13 @@
 """A micro-batch of Spark's Kafka source, split by topic into its tables' rows.
 
-The batch (``key``, ``value``, ``topic``, ``partition``, ``offset``, ...) is read once; each
-topic's values are parsed as JSON of its table's schema. A value that is not such JSON (or a null
-value, a tombstone) would become a row of NULLs through a plain ``from_json``: here it stops the
-batch, named by topic, partition and offset, before any table publishes. Then the routed sink's
-checks and its exactly-once application per table run as for any routed stream (``route``).
-"""
+The batch (``key``, ``value``, ``topic``, ``partition``, ``offset``, ...) is read once and each
+message probed for its topic's shape (``topic_shapes``): JSON rows of a declared table, or
+Debezium's events (``debezium_rows``), heartbeats and transaction metadata being ignored. A JSON
+topic's values are parsed as JSON of its table's schema: one that is not (or a null value, a
+tombstone) would become a row of NULLs through a plain ``from_json``; here it stops the batch,
+named by topic, partition and offset, before any table publishes, as do the Debezium events a
+mirror cannot apply. Then the routed sink's checks and its exactly-once application per table run
+as for any routed stream (``route``)."""
 
 from __future__ import annotations
 
