@@ -68,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.kafka_broker
 
 import _common as c
-from bench_kafka import SCHEMA, batches_of, expected_rows, figures, table_rows
+from bench_kafka import SCHEMA, expected_rows, figures, mirror, table_rows
 
 import openmirror_nb as om
 from tests import spark_packages
@@ -254,26 +254,6 @@ def per_trigger(messages: int, batches: int) -> int:
     schemas"; a bug, reported with issue 41's bench). One message a partition more a batch ends
     the run in ``batches`` batches, the last one taking the rest; the JSON runs take the same."""
     return -(-messages // batches) + TABLES * PARTITIONS
-
-
-def mirror(
-    broker: KafkaBroker, topics: list[str], work: Path, name: str, m: int | None, **kwargs: Any
-) -> tuple:
-    """``db.mirror_kafka`` into a fresh database, timed from the call to the query's end."""
-    db = om.connect(work / f"db-{name}")
-    start = time.perf_counter()
-    ms = db.mirror_kafka(
-        om.Kafka(bootstrap_servers=broker.bootstrap, topics=topics),
-        checkpoint=work / f"ckpt-{name}",
-        trigger="available_now",
-        max_offsets_per_trigger=m,
-        **kwargs,
-    )
-    ms.await_termination(timeout=1800)
-    seconds = time.perf_counter() - start
-    if ms.error is not None:
-        raise SystemExit(f"run {name} failed: {ms.error}")
-    return db, seconds, batches_of(ms.query)
 
 
 def run_debezium(broker: KafkaBroker, topics: list[str], work: Path, name: str, m: int | None) -> tuple:

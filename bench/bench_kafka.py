@@ -140,26 +140,31 @@ def figures(seconds: float, rows: int, batches: list[dict[str, Any]]) -> dict[st
     }
 
 
-def run_kafka(spark: Any, broker: KafkaBroker, topics: list[str], work: Path, name: str, m: int) -> tuple:
+def mirror(
+    broker: KafkaBroker, topics: list[str], work: Path, name: str, m: int | None, **kwargs: Any
+) -> tuple:
+    """``db.mirror_kafka`` into a fresh database, timed from the call to the query's end."""
     db = om.connect(work / f"db-{name}")
-    keys = {f"bench.t{t}": ["id"] for t in range(TABLES)}
-    schemas = dict.fromkeys(keys, SCHEMA)
-    feed = om.FeedOptions(op_column="op", order_by=["seq"])
     start = time.perf_counter()
     ms = db.mirror_kafka(
         om.Kafka(bootstrap_servers=broker.bootstrap, topics=topics),
-        schemas=schemas,
-        keys=keys,
-        feed=feed,
         checkpoint=work / f"ckpt-{name}",
         trigger="available_now",
         max_offsets_per_trigger=m,
+        **kwargs,
     )
     ms.await_termination(timeout=1800)
     seconds = time.perf_counter() - start
     if ms.error is not None:
-        raise SystemExit(f"kafka run {name} failed: {ms.error}")
+        raise SystemExit(f"run {name} failed: {ms.error}")
     return db, seconds, batches_of(ms.query)
+
+
+def run_kafka(spark: Any, broker: KafkaBroker, topics: list[str], work: Path, name: str, m: int) -> tuple:
+    keys = {f"bench.t{t}": ["id"] for t in range(TABLES)}
+    schemas = dict.fromkeys(keys, SCHEMA)
+    feed = om.FeedOptions(op_column="op", order_by=["seq"])
+    return mirror(broker, topics, work, name, m, schemas=schemas, keys=keys, feed=feed)
 
 
 def run_file(spark: Any, folder: Path, work: Path, name: str, files_per_batch: int) -> tuple:
