@@ -19,7 +19,7 @@ from openmirror_nb._core.identifiers import quoted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DataType, StructType
 
 MAX_DIGITS = 38  # Spark's (and Delta's) widest decimal
 _DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)\Z")
@@ -132,3 +132,25 @@ def shown(text: Column) -> Column:
     from pyspark.sql import functions as F
 
     return F.when(F.length(text) > 60, F.concat(F.substring(text, 1, 60), F.lit("…"))).otherwise(text)
+
+
+# The decimal digits each whole-number type holds whole (a long's 9,223,372,036,854,775,807: 19).
+_WHOLE_DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 19}
+
+
+def widens(narrow: DataType, wide: DataType) -> bool:
+    """Whether every value of ``narrow`` is a value of ``wide``, so a cast from one to the other
+    loses nothing: a wider whole number, ``float`` to ``double``, or a decimal with at least as
+    many digits on each side of the point."""
+    from pyspark.sql.types import DecimalType, DoubleType, FloatType
+
+    if narrow == wide:
+        return True
+    digits = _WHOLE_DIGITS.get(narrow.typeName())
+    if digits is not None and wide.typeName() in _WHOLE_DIGITS:
+        return digits <= _WHOLE_DIGITS[wide.typeName()]
+    if digits is not None and isinstance(wide, DecimalType):
+        return wide.precision - wide.scale >= digits
+    if isinstance(narrow, DecimalType) and isinstance(wide, DecimalType):
+        return wide.scale >= narrow.scale and wide.precision - wide.scale >= narrow.precision - narrow.scale
+    return isinstance(narrow, FloatType) and isinstance(wide, DoubleType)

@@ -8,7 +8,7 @@ import pytest
 
 import openmirror_nb as om
 from openmirror_nb._core.errors import scrub, user_line
-from openmirror_nb._core.streaming.kafka_route import kafka_failure
+from openmirror_nb._core.streaming.kafka_failures import kafka_failure
 from openmirror_nb._core.streaming.kafka_source import starting_offsets_option
 from openmirror_nb._core.streaming.topics import TopicTables, table_of
 

@@ -109,8 +109,9 @@ class KafkaStreams(DatabaseBase):
         from openmirror_nb._core.progress import resolve
         from openmirror_nb._core.runtime import get_spark
         from openmirror_nb._core.streaming import kafka_lag
+        from openmirror_nb._core.streaming.kafka_failures import check_kafka_frame, kafka_failure
         from openmirror_nb._core.streaming.kafka_restart import replay_first
-        from openmirror_nb._core.streaming.kafka_route import TopicRouter, check_kafka_frame, kafka_failure
+        from openmirror_nb._core.streaming.kafka_route import TopicRouter
         from openmirror_nb._core.streaming.kafka_source import EventHubs, Kafka, read_kafka
         from openmirror_nb._core.streaming.sink import BatchSink
         from openmirror_nb._core.streaming.stream import start_stream, trigger_of

@@ -36,7 +36,7 @@ from openmirror_nb._core.status.mirror_view import MirrorView, mirror_key, read_
 from openmirror_nb._core.status.records import NOT_LISTED, STOPPING, Health, TableStatus
 from openmirror_nb._core.status.report import StatusReport
 from openmirror_nb._core.status.reseeds import with_reseeds
-from openmirror_nb._core.status.streamed import stream_fields, with_stream_lags
+from openmirror_nb._core.status.streamed import stream_fields, with_held, with_stream_lags
 from openmirror_nb._core.storage.base import Storage
 
 _SEQUENCE = re.compile(r"SequenceNumber:\s*(\d+)")
@@ -102,6 +102,7 @@ def build_report(
     statuses = with_reseeds(statuses, reseeds, table=table)
     statuses = with_failed_runs(statuses, sources.landing_zone, table=table)
     statuses = with_stream_lags(statuses, sources.landing_zone)
+    statuses = with_held(statuses, sources.landing_zone, table=table)
     leftover = [loc for loc in locations if loc.folder in empty]
     foreign = naming.not_tables(sources.landing_zone, leftover) if table is None else []
     return StatusReport(

@@ -54,6 +54,7 @@ COLUMNS = (
     "stream_batch_rows",
     "stream_seconds",
     "stream_lag",
+    "held_events",
 )
 
 
@@ -95,6 +96,8 @@ class TableStatus:
             a stream whose trigger interval is much shorter than this is stalled or stopped.
         stream_lag: A Kafka mirror's topic partitions (``db.mirror_kafka``): the offset applied,
             the latest and ``.lag``, the messages between, as last saved after a batch.
+        held_events: Messages a Kafka mirror keeps for the table since a schema change stopped
+            it (applied once the table is reseeded; the note says why and how).
     """
 
     table: str
@@ -126,6 +129,7 @@ class TableStatus:
     stream_batch_rows: int | None = None
     stream_seconds: float | None = None
     stream_lag: tuple[PartitionLag, ...] = ()
+    held_events: int = 0
 
     @property
     def blocked_by(self) -> str:
@@ -205,6 +209,7 @@ class TableStatus:
             "stream_batch_rows": self.stream_batch_rows,
             "stream_seconds": self.stream_seconds,
             "stream_lag": sum(p.lag for p in self.stream_lag) if self.stream_lag else None,
+            "held_events": self.held_events,
         }
 
 
@@ -251,6 +256,8 @@ def _detail_html(t: TableStatus, now: datetime) -> str:
         facts.append(("last batch", f"{t.stream_batch}, {rows}, ended {since(t.stream_batch_time, now)}"))
     if t.stream_lag:
         facts.append(("kafka lag", lag_text(t.stream_lag)))
+    if t.held_events:
+        facts.append(("kept events", f"{t.held_events:,}, applied once the table is reseeded"))
     if t.error:
         facts.append(("error", f"{t.error_code}: {t.error}" if t.error_code else t.error))
     if t.reconciliation is not None:

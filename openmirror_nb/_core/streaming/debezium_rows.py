@@ -17,18 +17,18 @@ Tombstones (the null value after a delete) are left out: the delete carries the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.errors import ChangeFeedError
+from openmirror_nb._core.errors import ChangeFeedError, SchemaChangeError
 from openmirror_nb._core.feed_options import FeedOptions
 from openmirror_nb._core.pipeline.push.request import PushRequest
-from openmirror_nb._core.streaming.topic_shapes import WRAPPED, TopicBatch
+from openmirror_nb._core.streaming.topic_shapes import SCHEMA, WRAPPED, TopicBatch
 from openmirror_nb._core.streaming.topics import OFFSET, PARTITION, TopicTable
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DataType, StructType
 
     from openmirror_nb._core.streaming.connect_types import ConnectColumn
 
@@ -62,8 +62,16 @@ def envelope_schema(columns: Sequence[ConnectColumn], *, wrapped: bool) -> Struc
     return StructType([StructField("payload", event)]) if wrapped else event
 
 
-def events(topic_rows: DataFrame, columns: Sequence[ConnectColumn], *, wrapped: bool) -> DataFrame:
-    """The envelope frame of one topic's messages (``text``, ``partition``, ``offset``)."""
+def events(
+    topic_rows: DataFrame,
+    columns: Sequence[ConnectColumn],
+    *,
+    wrapped: bool,
+    target: Sequence[tuple[str, DataType]] | None = None,
+) -> DataFrame:
+    """The envelope frame of one topic's messages (``text``, ``partition``, ``offset``) whose
+    columns are ``columns``; its images hold ``target``'s columns (default: ``columns``'), each
+    cast to its type there, NULL where the messages have no such column."""
     from pyspark.sql import functions as F
 
     schema = envelope_schema(columns, wrapped=wrapped)
@@ -71,11 +79,19 @@ def events(topic_rows: DataFrame, columns: Sequence[ConnectColumn], *, wrapped: 
         F.from_json("text", schema).alias("e"), F.col("partition"), F.col("offset")
     )
     event = F.col("e.payload") if wrapped else F.col("e")
+    by_name = {c.name: c for c in columns}
+    kinds = target if target is not None else [(c.name, c.spark) for c in columns]
+
+    def field(raw: Column, name: str, kind: DataType) -> Column:
+        column = by_name.get(name)
+        if column is None:
+            return F.lit(None).cast(kind).alias(name)
+        value = column.convert(raw[name])
+        return (value if column.spark == kind else value.cast(kind)).alias(name)
 
     def image(side: str) -> Column:
         raw = event[side]
-        converted = F.struct(*[c.convert(raw[c.name]).alias(c.name) for c in columns])
-        return F.when(raw.isNotNull(), converted)
+        return F.when(raw.isNotNull(), F.struct(*[field(raw, n, k) for n, k in kinds]))
 
     source = event["source"]
     sequence = F.from_json(source["sequence"], "array<string>")
@@ -95,13 +111,43 @@ def events(topic_rows: DataFrame, columns: Sequence[ConnectColumn], *, wrapped: 
     )
 
 
-def inserts(topic_rows: DataFrame, columns: Sequence[ConnectColumn], *, wrapped: bool) -> DataFrame:
-    """A keyless table's rows: the ``after`` image of each snapshot read and create (the checks
-    refused its updates and deletes before)."""
-    from pyspark.sql import functions as F
+def target_columns(
+    groups: Sequence[Sequence[ConnectColumn]], *, table: str, widen_to: Mapping[str, DataType] | None = None
+) -> list[tuple[str, DataType]]:
+    """The columns a topic's events of one batch make, over the schemas they carry (``groups``:
+    two where the source table changed within the batch): a column the source added is in the
+    later one. ``widen_to``: the reseeded table's types, to which events kept from before its
+    reseed are cast where nothing is lost (``column_types.widens``).
 
-    frame = events(topic_rows, columns, wrapped=wrapped)
-    return frame.where(F.col("op").isin("r", "c")).select("after.*")
+    Raises:
+        SchemaChangeError: a column with two types, which one table cannot hold.
+    """
+    from openmirror_nb._core.column_types import widens
+
+    found: dict[str, DataType] = {}
+    for columns in sorted(groups, key=len, reverse=True):  # the widest schema's column order first
+        for column in columns:
+            kind = column.spark
+            wide = (widen_to or {}).get(column.name)
+            if wide is not None and widens(kind, wide):
+                kind = wide
+            seen = found.setdefault(column.name, kind)
+            if seen != kind:
+                both = f"{seen.simpleString()} and {kind.simpleString()}"
+                raise SchemaChangeError(
+                    f"Column {column.name!r} of table {table} has two types in one batch ({both}): its "
+                    "source changed type, which the mirror cannot absorb; reseed the table from a full copy "
+                    f"of its source: plan = db.plan_schema_change({table!r}, df); "
+                    f"db.apply_schema_change(plan, df, confirm={table!r})."
+                )
+    return list(found.items())
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
 
 
 def part(
@@ -110,10 +156,13 @@ def part(
     route: TopicTable,
     base: PushRequest,
     keys_of: Callable[[TopicTable], tuple[str, ...] | None],
+    *,
+    widen_to: Mapping[str, DataType] | None = None,
 ) -> tuple[DataFrame, PushRequest]:
     """A Debezium topic's events of the batch (``parsed``: the batch's messages, probed), as the
     frame its table's push reads and that push's request. Keys: those declared, else the Kafka
-    key's fields, else the table's own; none: the table takes inserts only."""
+    key's fields, else the table's own; none: the table takes inserts only. Each schema the
+    events carry reads its own events (``target_columns``; ``widen_to`` as there)."""
     from dataclasses import replace
 
     from pyspark.sql import functions as F
@@ -121,21 +170,36 @@ def part(
     from openmirror_nb._core.streaming.connect_types import connect_columns, declared_columns
 
     table, wrapped = str(route.table), found.shape == WRAPPED
-    fields = found.connect_fields()
-    if fields is not None:
-        columns = connect_columns(fields, table=table, types=route.types)
-    elif route.schema is not None:
-        columns = declared_columns(route.schema, table=table, types=route.types)
-    else:
+    groups = {
+        text: connect_columns(fields, table=table, types=route.types)
+        for text, fields in found.connect_groups().items()
+    }
+    if not groups and route.schema is not None:
+        groups = {"": declared_columns(route.schema, table=table, types=route.types)}
+    if not groups:
         raise ChangeFeedError(
             f"{found.where(found.first)}: Debezium events without schemas, so table {table}'s "
             f"columns are unknown; give them in schemas={{'{table}': 'id INT, ...'}}, or set the "
             "connector's value.converter.schemas.enable=true."
         )
+    target = target_columns(list(groups.values()), table=table, widen_to=widen_to)
     keys = route.keys or found.key_names() or keys_of(route)
     rows = parsed.where(F.col("topic") == route.topic)
+    frame = _union(
+        [
+            events(
+                rows if len(groups) == 1 else rows.where(F.col(SCHEMA) == text),
+                columns,
+                wrapped=wrapped,
+                target=target,
+            )
+            for text, columns in groups.items()
+        ]
+    )
     if not keys:
-        frame = inserts(rows, columns, wrapped=wrapped)
-        return frame, replace(base, table=route.table, keys=None, mode="snapshot", append=True)
+        # a keyless table's rows: the after image of each snapshot read and create (the checks
+        # refused its updates and deletes before)
+        inserts = frame.where(F.col("op").isin("r", "c")).select("after.*")
+        return inserts, replace(base, table=route.table, keys=None, mode="snapshot", append=True)
     request = replace(base, table=route.table, keys=tuple(keys), feed=FEED, unpublished=())
-    return events(rows, columns, wrapped=wrapped), request
+    return frame, request

@@ -11,18 +11,25 @@ as for any routed stream (``route``)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from openmirror_nb._core.errors import ChangeFeedError, ConfigError, OpenMirrorError, SourceError, user_line
+from openmirror_nb._core.errors import (
+    ChangeFeedError,
+    ConfigError,
+    OpenMirrorError,
+    SchemaChangeError,
+    user_line,
+)
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import ROW_MARKER, RowMarker
 from openmirror_nb._core.pipeline.push.request import PushRequest
 from openmirror_nb._core.streaming import debezium_rows
+from openmirror_nb._core.streaming.held_tables import Holding
+from openmirror_nb._core.streaming.kafka_failures import kafka_failure
 from openmirror_nb._core.streaming.route import ApplyOne, Router
 from openmirror_nb._core.streaming.topic_shapes import (
     DEBEZIUM,
@@ -35,26 +42,21 @@ from openmirror_nb._core.streaming.topic_shapes import (
     read_shapes,
     save_shapes,
 )
-from openmirror_nb._core.streaming.topics import OFFSET, PARTITION, POSITION, TopicTable, TopicTables
+from openmirror_nb._core.streaming.topics import (
+    KAFKA_COLUMNS,
+    OFFSET,
+    PARTITION,
+    POSITION,
+    TopicTable,
+    TopicTables,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import StructType
 
-KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset")
 _UNPARSED = "_openmirror_unparsed"  # from_json's corrupt-record column
 Batches = dict[str, TopicBatch]  # per topic, what the checking job found
-
-
-def check_kafka_frame(df: DataFrame) -> None:
-    """Refuse a DataFrame that is not Spark's Kafka source (its columns say so)."""
-    missing = [c for c in KAFKA_COLUMNS if c not in df.columns]
-    if missing or not getattr(df, "isStreaming", False):
-        raise ConfigError(
-            "db.mirror_kafka takes om.Kafka(...), om.EventHubs(...) or a streaming DataFrame of Spark's "
-            "Kafka source (spark.readStream.format('kafka')); this one lacks "
-            f"{', '.join(missing) or 'a stream'}."
-        )
 
 
 @dataclass(frozen=True)
@@ -86,34 +88,72 @@ class TopicRouter(Router):
             raise said from None
 
     def _apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
-        parsed, batches, columns = self._parse(df, batch)
+        holding = Holding.begin(self.storage, batch)  # tables a schema change stopped (``held_tables``)
         try:
-            parts = {}
-            for topic in sorted(batches):
-                found, route = batches[topic], self.routes.get(topic)
-                if route is None or found.first is None or found.shape not in (JSON, *DEBEZIUM):
-                    continue  # heartbeats, transaction metadata, or only tombstones (a JSON topic's
-                    # were refused)
-                if found.shape == JSON:
-                    keys = self._keys(route)  # a table's metadata read once a batch
-                    parts[topic] = (
-                        self._rows(parsed, columns[topic], route, keys),
-                        self._request_of(route, keys),
-                    )
-                else:
-                    parts[topic] = debezium_rows.part(parsed, found, route, self.base, self._keys)
-            checked = self._check(parts, batch)
-            self._apply_all([(p, q, checked.get(t)) for t, (p, q) in parts.items()], apply_one)
+            parsed, batches, columns = self._parse(holding.with_kept(df), batch, holding.held_topics())
+            try:
+                self._apply_parsed(parsed, batches, columns, batch, apply_one, holding)
+            finally:
+                parsed.unpersist()
         finally:
-            parsed.unpersist()
+            holding.close()
 
-    def _parse(self, df: DataFrame, batch: StreamBatch) -> tuple[DataFrame, Batches, dict[str, int]]:
+    def _apply_parsed(
+        self,
+        parsed: DataFrame,
+        batches: Batches,
+        columns: dict[str, int],
+        batch: StreamBatch,
+        apply_one: ApplyOne,
+        holding: Holding,
+    ) -> None:
+        parts = {}
+        for topic in sorted(batches):
+            found, route = batches[topic], self.routes.get(topic)
+            if route is None or found.first is None or found.shape not in (JSON, *DEBEZIUM):
+                continue  # heartbeats, transaction metadata, or only tombstones (a JSON topic's
+                # were refused)
+            stopped = holding.holds(route)
+            if stopped is not None:
+                holding.keep(parsed, route, reason=stopped.reason, keyed=True)
+            elif found.shape == JSON:
+                keys = self._keys(route)  # a table's metadata read once a batch
+                parts[topic] = (
+                    self._rows(parsed, columns[topic], route, keys),
+                    self._request_of(route, keys),
+                )
+            else:
+                try:
+                    parts[topic] = debezium_rows.part(
+                        parsed, found, route, self.base, self._keys, widen_to=holding.widen_to(route)
+                    )
+                except SchemaChangeError as exc:
+                    holding.keep(parsed, route, reason=user_line(exc), keyed=self._keyed(found, route))
+
+        def aside(topic: str, exc: SchemaChangeError) -> bool:
+            found, route = batches[topic], self.routes[topic]
+            if found.shape not in DEBEZIUM:
+                return False  # a JSON topic's columns are declared: the declaration changed
+            holding.keep(parsed, route, reason=user_line(exc), keyed=self._keyed(found, route))
+            return True
+
+        checked = self._check(parts, batch, aside)
+        self._apply_all([(p, q, checked.get(t)) for t, (p, q) in parts.items()], apply_one)
+        holding.applied()
+
+    def _keyed(self, found: TopicBatch, route: TopicTable) -> bool:
+        return bool(route.keys or found.key_names() or self._keys(route))
+
+    def _parse(
+        self, df: DataFrame, batch: StreamBatch, held: set[str]
+    ) -> tuple[DataFrame, Batches, dict[str, int]]:
         """The batch, kept for the checks and every table's push, with what one job over it found
         per topic (``TopicBatch``: its shape, from the first message the stream saw, and what the
         checks need), and the column ``_p<i>`` of each JSON topic's values parsed once. The job also
         checks the values: the first message of a JSON topic whose value is null or not JSON of its
         table's schema stops the batch, named by topic, partition and offset. A topic not routed
-        yet (a subscribed pattern's new topic) is routed, and a JSON one's batch parsed again."""
+        yet (a subscribed pattern's new topic) is routed, and a JSON one's batch parsed again. The
+        topics of ``held`` tables (stopped by a schema change) are kept, not checked."""
         from pyspark.sql import functions as F
 
         shapes = self._shapes(batch.query)
@@ -149,7 +189,7 @@ class TopicRouter(Router):
             parsed.unpersist()
             routes += again
         try:
-            self._refuse(rows, batches, {r.topic for r in routes}, batch)
+            self._refuse(rows, batches, {r.topic for r in routes}, batch, held)
         except BaseException:
             parsed.unpersist()
             raise
@@ -160,11 +200,12 @@ class TopicRouter(Router):
         return parsed, batches, {r.topic: i for i, r in enumerate(routes)}
 
     def _refuse(
-        self, rows: list[Any], batches: dict[str, TopicBatch], parsed: set[str], batch: StreamBatch
+        self, rows: list[Any], batches: Batches, parsed: set[str], batch: StreamBatch, held: set[str]
     ) -> None:
-        """Stop the batch, in one line naming the first message at fault, on what the job found."""
+        """Stop the batch, in one line naming the first message at fault, on what the job found
+        (a stopped table's messages are checked when they are applied)."""
         for topic, found in sorted(batches.items()):
-            if found.shape in IGNORED or found.shape is None:
+            if found.shape in IGNORED or found.shape is None or topic in held:
                 continue
             table = self.routes[topic].table
             found.check(str(table))
@@ -256,32 +297,3 @@ class TopicRouter(Router):
         return replace(
             self.base, table=route.table, keys=route.keys, feed=route.ordered_feed, unpublished=hidden
         )
-
-
-def kafka_failure(exc: BaseException, where: str = "Kafka") -> SourceError | None:
-    """One line for a query Spark's Kafka source stopped: offsets its checkpoint needs gone from a
-    topic (``failOnDataLoss``), or credentials the broker refused; ``None`` for other failures."""
-    text = str(exc)  # whole: Spark's wrappers put the Kafka reason past a line's length
-    if "KAFKA_DATA_LOSS" in text or "data may have been lost" in text.lower():
-        # Spark 4: "Reason: Could not read records in offset [3, 9) for topic partition t-0 with ...";
-        # Spark 3.5: "Cannot fetch offset 3 (GroupId: ..., TopicPartition: t-0)."
-        reason = re.search(r"Reason: (.+?)(?:\s+with consumer group|\n\s*at |\.?\s*$)", text, re.S)
-        fetch = re.search(r"Cannot fetch offset (\d+) \(GroupId: [^,]*, TopicPartition: ([^)]+)\)", text)
-        if fetch:
-            said = f"offset {fetch.group(1)} of topic partition {fetch.group(2)}"
-        else:
-            said = " ".join(reason.group(1).split()) if reason else user_line(exc)
-        return SourceError(
-            f"Offsets this stream's checkpoint needs are gone from Kafka ({said}: retention removed them, "
-            "or the topic was deleted and made again); nothing was skipped: reload the tables from a full "
-            "copy of their source (db.apply_schema_change(table, df)) and start a new checkpoint at the "
-            "offsets that copy covers (starting_offsets=)."
-        )
-    line = user_line(exc)
-    if "SaslAuthenticationException" in text or "Authentication failed" in text:
-        return SourceError(
-            f"{where} refused the stream's credentials (SASL authentication failed); nothing was read: "
-            "check the connection string (Event Hubs: the namespace's or event hub's, from its Shared "
-            "access policies) or the SASL options. Spark said: " + line
-        )
-    return None

@@ -1,4 +1,5 @@
-"""Which incarnation of each table a streaming query started on (its ``QueryRecord``).
+"""Which incarnation of each table a streaming query started on (its ``QueryRecord``), or went
+on with after the reseed a schema change needed (``streaming.held_tables``).
 
 A table's push state says which batches of which query it holds, but it lives in the table folder,
 so a drop deletes it: a query restarted after a drop would find no state and start a new table from
@@ -16,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 
 from openmirror_nb._core.errors import LandingZoneError
+from openmirror_nb._core.landing_zone.held_events import read_one
 from openmirror_nb._core.landing_zone.names import INTERNAL_FOLDER
 from openmirror_nb._core.landing_zone.push_state import PushState, StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
@@ -54,7 +56,9 @@ class QueryRecord:
         tell what a new query on a table that holds other queries' batches means."""
         table, now = str(home.ref), state.incarnation if state else None
         started_on = self.tables.get(home.ref.key)
-        if started_on is not None and started_on != now:
+        if started_on is not None and started_on != now and now is not None and self._adopts(home, batch):
+            self._write(home, now)  # reseeded after a schema change stopped it: its events wait for it
+        elif started_on is not None and started_on != now:
             raise LandingZoneError(
                 f"Table {table} was dropped or reseeded while streaming query {batch.query} fed it "
                 f"(incarnation {started_on} then, {now or 'none'} now); batch {batch.batch} was not "
@@ -79,8 +83,17 @@ class QueryRecord:
         state = home.read_state()
         if state is None or state.incarnation is None:
             return
+        self._write(home, state.incarnation)
+
+    def _adopts(self, home: TableFolder, batch: StreamBatch) -> bool:
+        """Whether ``batch`` applies the events the query kept for the table while a schema change
+        stopped it (``streaming.held_tables``): the reseed is the new incarnation it waited for."""
+        held = read_one(self.storage, self.query, str(home.ref))
+        return held is not None and held.adopting == batch.batch
+
+    def _write(self, home: TableFolder, incarnation: str) -> None:
         with self._lock:
-            self.tables[home.ref.key] = state.incarnation
+            self.tables[home.ref.key] = incarnation
             doc = {"query": self.query, "tables": dict(self.tables)}
             self.storage.write_bytes(
                 self.path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"), overwrite=True

@@ -20,7 +20,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.errors import ChangeFeedError, ConfigError, KeyColumnsError, did_you_mean
+from openmirror_nb._core.errors import (
+    ChangeFeedError,
+    ConfigError,
+    KeyColumnsError,
+    SchemaChangeError,
+    did_you_mean,
+)
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.publish import crash_point
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
@@ -170,21 +176,31 @@ class Router:
         return part.select(*[F.col(quoted(c)) for c in (*listed, *extra)])
 
     def _check(
-        self, parts: dict[str, tuple[DataFrame, PushRequest]], batch: StreamBatch
+        self,
+        parts: dict[str, tuple[DataFrame, PushRequest]],
+        batch: StreamBatch,
+        aside: Callable[[str, SchemaChangeError], bool] | None = None,
     ) -> dict[str, Checked]:
         """Every check a push makes before it publishes, for every table not holding the batch:
         ``checks_before.check_frame`` (what it found, per route value, goes to the table's push), then
-        the rows' NULL keys and operation values, of every table in one job."""
+        the rows' NULL keys and operation values, of every table in one job. A table whose schema
+        change ``aside`` takes (it returns true) is taken out of ``parts``, unchecked."""
         from pyspark.sql import functions as F
 
         probes, todo = [], []
-        for value, (part, request) in parts.items():
+        for value, (part, request) in list(parts.items()):
             home = TableFolder(self.storage, request.table)
             state, meta = home.read_state(), home.read_metadata()
             held = state.applied(batch.query) if state else None
             if held is not None and held >= batch.batch:
                 continue  # it is skipped under its lock
-            checked = checks_before.check_frame(part, request, meta, state)
+            try:
+                checked = checks_before.check_frame(part, request, meta, state)
+            except SchemaChangeError as exc:
+                if aside is None or not aside(value, exc):
+                    raise
+                del parts[value]
+                continue
             null_key = F.lit(False)
             for k in checked.keys:
                 null_key = null_key | F.col(quoted(k)).isNull()

@@ -208,25 +208,16 @@ class TopicBatch:
             )
         return next(iter(found), ())
 
-    def connect_fields(self) -> list[dict[str, Any]] | None:
-        """The fields of the rows' Connect schema (``after``'s), merged over the batch's schemas
-        (a column the source added is in the later one); ``None`` without schemas."""
-        merged: dict[str, dict[str, Any]] = {}
+    def connect_groups(self) -> dict[str, list[dict[str, Any]]]:
+        """Per Connect schema the batch's events carry (its text, as the ``SCHEMA`` column holds
+        it), the fields of the rows' schema (``after``'s); a batch spanning a change of the
+        source table carries two. Empty without schemas."""
+        groups: dict[str, list[dict[str, Any]]] = {}
         for text in self.schemas:
-            for part in json.loads(text):
-                if part.get("field") not in ("after", "before") or part.get("type") != "struct":
-                    continue
-                for one in part.get("fields", []):
-                    seen = merged.setdefault(one["field"], one)
-                    if seen != one:
-                        raise ChangeFeedError(
-                            f"Topic {self.topic}: column {one['field']!r} changed its Connect type within "
-                            f"one batch ({_type(seen)} and {_type(one)}); nothing of the batch was "
-                            "published: reload the table (db.apply_schema_change) and start the stream "
-                            "after the change."
-                        )
-        return list(merged.values()) if self.schemas else None
-
-
-def _type(field: dict[str, Any]) -> str:
-    return str(field.get("name") or field.get("type"))
+            groups[text] = [
+                one
+                for part in json.loads(text)
+                if part.get("field") == "after" and part.get("type") == "struct"
+                for one in part.get("fields", [])
+            ]
+        return groups

@@ -20,6 +20,7 @@ from openmirror_nb._core.model import TableRef
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
+KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset")  # what a mirror reads of a message
 # The Kafka position of each row: it orders a key's changes and is never published.
 PARTITION, OFFSET = "_kafka_partition", "_kafka_offset"
 POSITION = (PARTITION, OFFSET)
