@@ -141,7 +141,6 @@ def test_mirror_stream_mirrors_a_kafka_topic_with_db_mirror_kafka(spark, kafka, 
     """FORMAT "kafka": the notebook's default SCHEMA, KEYS, OP_COLUMN and ORDER_BY over a real
     3-partition topic; two scheduled runs, the second taking only the messages sent since."""
     import json
-    import uuid
 
     topic = f"job{uuid.uuid4().hex[:8]}.orders"
     kafka.create_topic(topic, partitions=3)
@@ -172,21 +171,3 @@ def test_mirror_stream_mirrors_a_kafka_topic_with_db_mirror_kafka(spark, kafka, 
         3: ("first", 1.0),
     }
     assert {r.id: (r.customer, r.total) for r in got.itertuples()} == expected
-
-
-def test_the_streaming_samples_kafka_cells_mirror_a_topic(spark, kafka, kernel):
-    """samples/07_streaming.ipynb's "From Kafka" cells against the test broker: nbmake runs the
-    sample with no broker (the cells only say they need one); here they run, with
-    ``OPENMIRROR_KAFKA_BOOTSTRAP`` and ``OPENMIRROR_KAFKA_TOPIC`` set in the shared kernel."""
-    topic = f"sample{uuid.uuid4().hex[:8]}.sales.orders"
-    kafka.create_topic(topic, partitions=3)
-    nb = nbformat.read(SAMPLES / "07_streaming.ipynb", as_version=4)
-    names = {"OPENMIRROR_KAFKA_BOOTSTRAP": kafka.bootstrap, "OPENMIRROR_KAFKA_TOPIC": topic}
-    nb.cells.insert(0, nbformat.v4.new_code_cell(f"%reset -f\nimport os\nos.environ.update({names!r})"))
-    nb.cells.append(nbformat.v4.new_code_cell(f"for name in {list(names)!r}:\n    os.environ.pop(name)"))
-    NotebookClient(nb, km=kernel, timeout=600).execute()
-    printed = "".join(
-        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-    )
-    assert "from Kafka: 1 row in shop.orders" in printed, printed
-    assert sum(kafka.end_offsets(topic).values()) == 4  # the sample's four messages
