@@ -64,6 +64,7 @@ from openmirror_nb._core.table_names import check_table_name
 if TYPE_CHECKING:
     from openmirror_nb import widgets
     from openmirror_nb._core.api import MirroredDatabase, connect
+    from openmirror_nb._core.api.live import LivePlan
     from openmirror_nb._core.keys import KeyProfile, profile_keys, suggest_keys
     from openmirror_nb._core.landing_zone import Blocker
     from openmirror_nb._core.landing_zone.table_scan import DataFileInfo, TableScan
@@ -93,6 +94,7 @@ if TYPE_CHECKING:
         register_strategy,
         strategy_names,
     )
+    from openmirror_nb._core.sources.pg_cdc import Cdc, CdcCheck, worker_settings
     from openmirror_nb._core.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
     from openmirror_nb._core.streaming.kafka_source import EventHubs, Kafka
     from openmirror_nb._core.streaming.sink import BatchSink
@@ -107,6 +109,8 @@ __all__ = [
     "Blocker",
     "Cancelled",
     "Catalog",
+    "Cdc",
+    "CdcCheck",
     "Change",
     "ChangeFeedError",
     "ColumnInfo",
@@ -132,6 +136,7 @@ __all__ = [
     "KeyProfile",
     "KeyVersion",
     "LandingZoneError",
+    "LivePlan",
     "LocalMirror",
     "LockTimeoutError",
     "MetricsTimeoutError",
@@ -199,6 +204,7 @@ __all__ = [
     "strategy_names",
     "suggest_keys",
     "widgets",
+    "worker_settings",
 ]
 
 # name -> the module that defines it; loaded on first use.
@@ -252,6 +258,10 @@ _LAZY = {
     "PlanRun": "openmirror_nb._core.sources",
     "PlanTableRun": "openmirror_nb._core.sources",
     "RunStatus": "openmirror_nb._core.sources",
+    "Cdc": "openmirror_nb._core.sources.pg_cdc",
+    "CdcCheck": "openmirror_nb._core.sources.pg_cdc",
+    "worker_settings": "openmirror_nb._core.sources.pg_cdc",
+    "LivePlan": "openmirror_nb._core.api.live",
 }
 
 

@@ -63,8 +63,9 @@ class KafkaConnect:
     """One standalone Connect worker with one Debezium PostgreSQL connector, ``name``, writing topics
     ``<topic_prefix>.<schema>.<table>``. ``schemas`` sets the JsonConverter's ``schemas.enable`` for
     keys and values; ``settings`` adds or overrides connector properties (``heartbeat.interval.ms``,
-    ``provide.transaction.metadata``, ``decimal.handling.mode``, ...). As a context manager, started
-    and closed."""
+    ``provide.transaction.metadata``, ``decimal.handling.mode``, ...), ``worker`` the worker's (a config
+    provider: ``config.providers=env``, ...), and ``env`` adds environment variables to the worker's
+    (what a ``${env:NAME}`` reference reads). As a context manager, started and closed."""
 
     def __init__(
         self,
@@ -77,6 +78,8 @@ class KafkaConnect:
         slot: str = "debezium",
         schemas: bool = True,
         settings: Mapping[str, object] | None = None,
+        worker: Mapping[str, object] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         java = kafka_broker._java_bin()
         if java is None:
@@ -92,7 +95,8 @@ class KafkaConnect:
         self.port = kafka_broker._free_port()
         self.started_in = 0.0
         self._process: subprocess.Popen[bytes] | None = None
-        self._write_config(tables, schemas, dict(settings or {}))
+        self._env = dict(env or {})
+        self._write_config(tables, schemas, dict(settings or {}), dict(worker or {}))
 
     @property
     def log(self) -> Path:
@@ -139,6 +143,7 @@ class KafkaConnect:
             self._process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
                 start_new_session=True,  # a Ctrl-C meant for pytest does not reach it
+                env={**os.environ, **self._env},
             )  # fmt: skip
         try:
             self._wait_running(began + START_TIMEOUT)
@@ -211,7 +216,9 @@ class KafkaConnect:
                 return
             time.sleep(0.2)
 
-    def _write_config(self, tables: str, schemas: bool, settings: dict[str, object]) -> None:
+    def _write_config(
+        self, tables: str, schemas: bool, settings: dict[str, object], extra_worker: dict[str, object]
+    ) -> None:
         enabled = str(schemas).lower()
         worker = {
             "bootstrap.servers": self.bootstrap,
@@ -228,6 +235,7 @@ class KafkaConnect:
             # no scan of 40 MB of jars at each start.
             "plugin.discovery": "service_load",
             "task.shutdown.graceful.timeout.ms": 5000,
+            **extra_worker,
         }
         connector = {
             "name": self.name,

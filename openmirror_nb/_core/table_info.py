@@ -69,6 +69,9 @@ class TableInfo:
             start another (``None`` if this tool never pushed to it).
         created: When the initial load was decided; ``last_push``: the last push.
         source: The Delta table ``db.sync_delta`` follows, and ``source_version`` the version held.
+        source_position: The newest change of a Debezium stream the table holds, per partition of
+            its topic: PostgreSQL's (last commit LSN, change LSN) and the rank of the event there,
+            as ``"partition=commit:change:rank;..."`` (``None``: no such stream).
     """
 
     table: str
@@ -87,6 +90,7 @@ class TableInfo:
     source: str | None = None
     source_version: int | None = None
     state_rows: int | None = None
+    source_position: str | None = None
 
     @property
     def ddl(self) -> str:
@@ -182,6 +186,7 @@ def describe(home: TableFolder, *, known: Callable[[], list[str]]) -> TableInfo:
         last_push=_time(state.last_push if state else None),
         source=state.source if state else None,
         source_version=state.source_version if state else None,
+        source_position=state.source_position if state else None,
     )
 
 

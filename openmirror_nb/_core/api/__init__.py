@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from openmirror_nb._core.api.kafka import KafkaStreams
+from openmirror_nb._core.api.live import LivePlans
 from openmirror_nb._core.api.monitoring import Monitoring
 from openmirror_nb._core.api.planning import Planning
 from openmirror_nb._core.api.reading import Reading
@@ -21,7 +22,7 @@ from openmirror_nb._core.target import LocalTarget, OneLakeTarget, parse_target
 
 
 class MirroredDatabase(
-    Writing, Streaming, KafkaStreams, SchemaChanges, Monitoring, Reading, Planning, Running
+    Writing, Streaming, LivePlans, KafkaStreams, SchemaChanges, Monitoring, Reading, Planning, Running
 ):
     """A handle on one mirrored database: a local folder or a Fabric landing zone.
 

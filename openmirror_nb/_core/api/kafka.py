@@ -104,6 +104,56 @@ class KafkaStreams(DatabaseBase):
             ...                      schemas={"sales.orders": "id BIGINT, amount DECIMAL(12,2)"},
             ...                      keys={"sales.orders": ["id"]}, checkpoint="Files/checkpoints/erp")
         """
+        from openmirror_nb._core.streaming.kafka_source import EMPTY, EventHubs, Kafka
+
+        if isinstance(source, Kafka | EventHubs) and not source.topics:
+            raise ConfigError(EMPTY)
+        return self._kafka_mirror(
+            source,
+            markers=frozenset(),
+            missing_ok=False,
+            checkpoint=checkpoint,
+            trigger=trigger,
+            tables=tables,
+            schemas=schemas,
+            keys=keys,
+            feed=feed,
+            types=types,
+            starting_offsets=starting_offsets,
+            max_offsets_per_trigger=max_offsets_per_trigger,
+            query_name=query_name,
+            table_options=table_options,
+            compression=compression,
+            rows_per_file=rows_per_file,
+            progress=progress,
+            parallel=parallel,
+        )
+
+    def _kafka_mirror(
+        self,
+        source: Kafka | EventHubs | DataFrame,
+        *,
+        markers: frozenset[str],
+        missing_ok: bool,
+        checkpoint: str | os.PathLike[str],
+        trigger: str = "available_now",
+        tables: Mapping[str, str] | None = None,
+        schemas: Mapping[str, str] | None = None,
+        keys: Mapping[str, Sequence[str]] | None = None,
+        feed: FeedOptions | Mapping[str, FeedOptions] | None = None,
+        types: Mapping[str, Mapping[str, str]] | None = None,
+        starting_offsets: str | Mapping[str, Mapping[int, int]] | None = None,
+        max_offsets_per_trigger: int | None = None,
+        query_name: str | None = None,
+        table_options: TableOptions | None = None,
+        compression: Compression | None = None,
+        rows_per_file: int = DEFAULT_ROWS_PER_FILE,
+        progress: Progress = False,
+        parallel: int = 4,
+    ) -> MirrorStream:
+        """``mirror_kafka``, with ``markers``: topics whose events only move the source positions
+        the stream records (``streaming.positions``), mirrored nowhere (``db.mirror_plan``'s
+        heartbeat table); ``missing_ok``: topics are read once they exist (``read_kafka``)."""
         from openmirror_nb._core.landing_zone.stream_lags import save_lag
         from openmirror_nb._core.pipeline.push.request import PushRequest
         from openmirror_nb._core.progress import resolve
@@ -132,13 +182,14 @@ class KafkaStreams(DatabaseBase):
         where = source.describe() if isinstance(source, Kafka | EventHubs) else "Kafka"
         if isinstance(source, Kafka | EventHubs):
             # refused before the stream starts; Debezium's heartbeats name no table
-            tabled = [t for t in source.topics if not t.startswith(HEARTBEAT_PREFIX)]
+            tabled = [t for t in source.topics if not t.startswith(HEARTBEAT_PREFIX) and t not in markers]
             routes = declared.routes(tabled, schema_of)
             df = read_kafka(
                 spark,
                 source,
                 starting_offsets=starting_offsets,
                 max_offsets_per_trigger=max_offsets_per_trigger,
+                missing_ok=missing_ok,
             )
         else:
             if starting_offsets is not None or max_offsets_per_trigger is not None:
@@ -169,6 +220,7 @@ class KafkaStreams(DatabaseBase):
             schema_of=schema_of,
             routes=routes,
             where=where,
+            markers=markers,
         )
         sink = BatchSink(self.storage, None, router, progress=resolve(progress))
         # the lag is saved after each batch by a listener, and once more when the query ends

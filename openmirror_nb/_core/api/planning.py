@@ -9,7 +9,7 @@ from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.table_names import identity, parse_table
 
 if TYPE_CHECKING:
-    from openmirror_nb._core.sources import SourcePlan
+    from openmirror_nb._core.sources import SourcePlan, Strategy
     from openmirror_nb._core.sources.table import Source
 
 
@@ -23,6 +23,7 @@ class Planning(DatabaseBase):
         target_schema: str | None = None,
         like: SourcePlan | None = None,
         suggest: bool = True,
+        strategy: Strategy | None = None,
     ) -> SourcePlan:
         """Discover every table of ``source`` and plan how each is mirrored; nothing is written.
 
@@ -49,6 +50,8 @@ class Planning(DatabaseBase):
                 are kept, and checked again against the source.
             suggest: Profile the rows of tables without a key constraint (``om.suggest_keys``:
                 one or two aggregations each). ``False`` leaves them without keys.
+            strategy: Every table's strategy (those ``like`` plans keep theirs), e.g. ``"cdc"`` to
+                mirror a PostgreSQL database live with ``db.mirror_plan``; default: by what fits.
 
         Raises:
             ConfigError: ``source`` is not a source, cannot be reached or read, or ``like`` is
@@ -78,4 +81,5 @@ class Planning(DatabaseBase):
             suggest=suggest,
             keys_of=keys_of,
             existing=existing,
+            strategy=strategy,
         )

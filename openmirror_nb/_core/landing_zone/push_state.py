@@ -73,6 +73,10 @@ class PushState:
         watermark: The highest value of ``watermark_column`` the table holds (as text: a number,
             an ISO date, or microseconds since the epoch for a timestamp); committed with the push
             that published the rows, so a crash can neither skip nor repeat them.
+        source_position: The newest change of a Debezium stream the table holds per partition of
+            its topic, as ``streaming.positions`` writes it (PostgreSQL's ``source.sequence`` pair
+            and the rank of the event at it); committed with the batch's files, so the events a
+            restarted Kafka Connect sends again, at new offsets, are skipped by it.
     """
 
     key_columns: tuple[str, ...]
@@ -100,6 +104,7 @@ class PushState:
     # run_plan's watermark (issue 27)
     watermark_column: str | None = None
     watermark: str | None = None
+    source_position: str | None = None
 
     def applied(self, query: str) -> int | None:
         """The last batch id of streaming query ``query`` this table holds, if any."""
@@ -176,6 +181,7 @@ class PushState:
             stream=StreamBatch(**doc["stream"]) if doc.get("stream") else None,
             watermark_column=doc.get("watermark_column"),
             watermark=doc.get("watermark"),
+            source_position=doc.get("source_position"),
         )
 
 
@@ -197,6 +203,7 @@ def next_state(
     stream: StreamBatch | None = None,
     watermark: tuple[str, str] | None = None,
     feed_schema: str | None = None,
+    position: str | None = None,
 ) -> PushState:
     """The state after a push that wrote ``rows`` rows of key state to ``folder``: a new base
     (replacing base and deltas, laid out in ``buckets`` if given), or one more delta on top of
@@ -206,7 +213,7 @@ def next_state(
     ``source_columns`` and the sync's ``source_fallback``; ``seconds``: how long
     the push took to decide (kept for the initial load, what a reseed costs again); ``stream``:
     the streamed micro-batch this push applies; ``watermark``: the (column, value) a source plan's
-    run read up to."""
+    run read up to; ``position``: the Debezium source position the push brings the table to."""
     before = prior or PushState(
         key_columns=key_columns, schema=schema, last_sequence_number=0, incarnation=incarnation, created=now
     )
@@ -248,6 +255,7 @@ def next_state(
         stream=stream or before.stream,
         watermark_column=watermark[0] if watermark else before.watermark_column,
         watermark=watermark[1] if watermark else before.watermark,
+        source_position=position or before.source_position,
     )
 
 

@@ -52,3 +52,14 @@ def insert_only(column: str) -> str:
         "by the source), and a row updated or deleted in the source is never mirrored; if this "
         f"table's rows change, declare keys (key_origin: declared) and choose {DEFAULT}"
     )
+
+
+def keyless(table: str) -> str:
+    """The note of a table a strategy that takes keys only from the source (``cdc``) mirrors
+    insert-only, having found none."""
+    return (
+        f"no key: {table} has no primary key nor unique constraint on NOT NULL columns, so it is mirrored "
+        "insert-only, from Debezium's own snapshot; an update or delete of its rows stops the table. "
+        "Give the source table a primary key, or declare keys (key_origin: declared) with REPLICA "
+        "IDENTITY FULL"
+    )

@@ -180,7 +180,7 @@ class Shape:
             self.fail(f"{what}: key_origin {origin!r} without keys; list the keys, or write key_origin: null")
         if rules.watermark and watermark is None:
             self.fail(f"{what}: strategy {name} reads past a watermark column; write watermark: <column>")
-        if not rules.keys and keys:
+        if rules.keys is False and keys:
             self.fail(f"{what}: strategy {name} writes no key columns; write keys: [] and key_origin: null")
         if rules.deletes is False and deletes:
             self.fail(f"{what}: strategy {no_deletes(name, rules)}; write detect_deletes: false")

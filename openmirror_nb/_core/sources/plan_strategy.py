@@ -34,7 +34,9 @@ class PlanStrategy(Protocol):
 
     Attributes:
         keys: It writes key columns. ``False`` (``append``): rows are insert-only, the plan holds
-            no keys and needs none.
+            no keys and needs none. ``None`` (``cdc``): keys where the source has them (its primary
+            key, a unique constraint, or declared; never suggested from the rows); a table without
+            is mirrored insert-only.
         watermark: It reads the rows past a watermark column (``incremental``, ``append``).
         increasing: Its watermark must be a column the source numbers rows by (``append`` reads
             strictly past it, so a row committed late with a smaller value would be missed).
@@ -54,7 +56,7 @@ class PlanStrategy(Protocol):
         >>> om.register_strategy("live_rows", "my_package.live_rows:LiveRows")
     """
 
-    keys: bool = True
+    keys: bool | None = True
     watermark: bool = False
     increasing: bool = False
     deletes: bool | None = True
@@ -103,7 +105,7 @@ def feed_problem(planned: PlannedTable) -> str | None:
 
 def no_deletes(name: str, strategy: PlanStrategy) -> str:
     """How a plan is told that strategy ``name`` mirrors no deletes: an insert-only one inserts."""
-    return f"{name} only inserts" if not strategy.keys else f"{name} mirrors no deletes"
+    return f"{name} only inserts" if strategy.keys is False else f"{name} mirrors no deletes"
 
 
 STRATEGIES = Registry("strategy", "om.register_strategy", PlanStrategy, make=lambda cls: cls())
@@ -172,3 +174,4 @@ register_strategy("snapshot", "openmirror_nb._core.sources.strategies:Snapshot")
 register_strategy("delta_sync", "openmirror_nb._core.sources.strategies:DeltaSync")
 register_strategy("incremental", "openmirror_nb._core.sources.strategies:Incremental")
 register_strategy("append", "openmirror_nb._core.sources.strategies:Append")
+register_strategy("cdc", "openmirror_nb._core.sources.cdc_strategy:Cdc")

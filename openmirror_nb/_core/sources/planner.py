@@ -44,11 +44,13 @@ def plan_sources(
     suggest: bool,
     keys_of: KeysOf,
     existing: Sequence[str],
+    strategy: Strategy | None = None,
 ) -> SourcePlan:
     """The plan of every table of ``source`` (see ``Planning.plan_sources``).
 
     ``keys_of(target)`` gives the keyColumns of a table the database holds already (``None`` when
-    it holds no such table); ``existing`` names the database's tables.
+    it holds no such table); ``existing`` names the database's tables; ``strategy``, when given,
+    is every table's that ``like`` does not plan.
     """
     from openmirror_nb._core.runtime import get_spark
 
@@ -57,6 +59,8 @@ def plan_sources(
         lacks = "" if len(missing) > 3 else f", which lacks {', '.join(missing)} (subclass om.Source)"
         raise ConfigError(f"plan_sources takes a source ({_SOURCES}), not {type(source).__name__}{lacks}.")
     schema = check_name(target_schema, what="Schema") if target_schema is not None else None
+    if strategy is not None:
+        get_strategy(strategy)  # a name no one registered is refused now, naming the registering call
     if like is not None and not _same(like.source, source):
         raise ConfigError(
             f"like= is a plan of {like.source!r}, not of {source!r}; pass a plan of this source."
@@ -64,7 +68,16 @@ def plan_sources(
     before = {t.source: t for t in like.tables} if like else {}
     spark = get_spark()
     tables = [
-        _plan_table(spark, source, found, schema, before.get(found.name), suggest=suggest, keys_of=keys_of)
+        _plan_table(
+            spark,
+            source,
+            found,
+            schema,
+            before.get(found.name),
+            suggest=suggest,
+            keys_of=keys_of,
+            strategy=strategy,
+        )
         for found in source.discover()
     ]
     for i, problem in check.collisions(tables).items():
@@ -105,8 +118,9 @@ def _plan_table(
     *,
     suggest: bool,
     keys_of: KeysOf,
+    strategy: Strategy | None = None,
 ) -> PlannedTable:
-    strategy: Strategy = before.strategy if before else strategy_for(table)
+    strategy = before.strategy if before else strategy or strategy_for(table)
     rules = get_strategy(strategy)
     planned = PlannedTable(
         source=table.name,
@@ -128,7 +142,7 @@ def _plan_table(
     chosen = _keys(source, table, before, rules, suggest=suggest)
     noted = [chosen.note] if chosen.note else []
     watermark = planned.watermark
-    if not rules.keys and watermark is not None and watermark in table.increasing:
+    if rules.keys is False and watermark is not None and watermark in table.increasing:
         noted.append(notes.insert_only(watermark))
     planned = replace(planned, keys=chosen.keys, key_origin=chosen.origin, notes=tuple(noted))
     found = type_problems(table.schema, planned.types, dict(table.untyped))
@@ -164,7 +178,7 @@ def _keys(
     source: Source, table: SourceTable, before: PlannedTable | None, rules: PlanStrategy, *, suggest: bool
 ) -> _Keys:
     """The keys of ``table`` by precedence (none for a strategy that writes none, ``append``)."""
-    if not rules.keys:
+    if rules.keys is False:
         return _Keys()
     if before is not None and before.key_origin == "declared":
         return _Keys(before.keys, "declared")
@@ -172,6 +186,8 @@ def _keys(
         return _Keys(table.primary_key, "primary_key")
     if table.unique:
         return _Keys(table.unique[0], "unique")
+    if rules.keys is None:  # keys only a constraint vouches for: a keyless table is insert-only
+        return _Keys(note=notes.keyless(table.name))
     if suggest:
         try:
             found = key_suggestions(source.read(table.name))

@@ -47,7 +47,7 @@ def key_problems(empty: DataFrame, planned: PlannedTable, existing: tuple[str, .
     table's (which never change)."""
     keys = planned.keys
     if not keys:
-        if existing and get_strategy(planned.strategy).keys:
+        if existing and get_strategy(planned.strategy).keys is not False:
             return [
                 f"no key, and {planned.table} is mirrored already with keyColumns {list(existing)}: "
                 f"declare them (keys: {list(existing)}, key_origin: declared)"

@@ -88,7 +88,7 @@ def gate(planned: PlannedTable, *, accept_suggested: bool) -> str | None:
             f"the plan found a problem: {planned.problems[0]}{more}; fix it and plan again "
             "(db.plan_sources(source, like=plan))"
         )
-    if not planned.keys and get_strategy(planned.strategy).keys:
+    if not planned.keys and get_strategy(planned.strategy).keys is True:
         return (
             "no key: declare keys in the plan (keys: [...], key_origin: declared), or mirror it "
             "insert-only with strategy: append"

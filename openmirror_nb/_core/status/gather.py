@@ -26,6 +26,7 @@ from openmirror_nb._core.fabric.status import MirroringStatus, TableMirroringSta
 from openmirror_nb._core.landing_zone.discovery import TableLocation, discover_tables, existing_ref, spellings
 from openmirror_nb._core.landing_zone.names import DEFAULT_SCHEMA, data_file_name, is_ignored
 from openmirror_nb._core.landing_zone.reseed_journal import reseeds_in_progress
+from openmirror_nb._core.landing_zone.slot_wal import read_slot_wals
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.landing_zone.table_scan import DataFileInfo, TableScan, scan
 from openmirror_nb._core.mirror.progress import Applied
@@ -86,6 +87,7 @@ def build_report(
         locations = [loc for loc in locations if mirror_key(loc.schema, loc.name) == key]
         listed = {k: v for k, v in listed.items() if k == key}
     applied = _applied(sources, notes)
+    notes += [w.note(moment.timestamp()) for w in read_slot_wals(sources.landing_zone)]
     empty = _empty_folders(sources.landing_zone, locations)
     for loc in locations:
         if loc.folder in empty:  # the local mirror lists an empty folder too: it is still no table

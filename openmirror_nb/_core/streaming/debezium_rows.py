@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 from openmirror_nb._core.errors import ChangeFeedError, SchemaChangeError
 from openmirror_nb._core.feed_options import FeedOptions
 from openmirror_nb._core.pipeline.push.request import PushRequest
+from openmirror_nb._core.streaming import positions
+from openmirror_nb._core.streaming.positions import Positions
 from openmirror_nb._core.streaming.topic_shapes import SCHEMA, WRAPPED, TopicBatch
 from openmirror_nb._core.streaming.topics import OFFSET, PARTITION, TopicTable
 
@@ -49,6 +51,7 @@ def envelope_schema(columns: Sequence[ConnectColumn], *, wrapped: bool) -> Struc
             StructField("file", StringType()),
             StructField("pos", LongType()),
             StructField("row", IntegerType()),
+            StructField("snapshot", StringType()),
         ]
     )
     event = StructType(
@@ -68,10 +71,12 @@ def events(
     *,
     wrapped: bool,
     target: Sequence[tuple[str, DataType]] | None = None,
+    after: Positions | None = None,
 ) -> DataFrame:
     """The envelope frame of one topic's messages (``text``, ``partition``, ``offset``) whose
     columns are ``columns``; its images hold ``target``'s columns (default: ``columns``'), each
-    cast to its type there, NULL where the messages have no such column."""
+    cast to its type there, NULL where the messages have no such column. ``after``: the source
+    position the table holds per partition; the events at or below it are left out (``positions``)."""
     from pyspark.sql import functions as F
 
     schema = envelope_schema(columns, wrapped=wrapped)
@@ -79,6 +84,12 @@ def events(
         F.from_json("text", schema).alias("e"), F.col("partition"), F.col("offset")
     )
     event = F.col("e.payload") if wrapped else F.col("e")
+    if after:
+        source = event["source"]
+        at = positions.position(
+            source["sequence"], source["lsn"].cast("string"), source["snapshot"], event["op"]
+        )
+        parsed = parsed.where(positions.unseen(at, F.col("partition"), after))
     by_name = {c.name: c for c in columns}
     kinds = target if target is not None else [(c.name, c.spark) for c in columns]
 
@@ -158,11 +169,14 @@ def part(
     keys_of: Callable[[TopicTable], tuple[str, ...] | None],
     *,
     widen_to: Mapping[str, DataType] | None = None,
+    after: Positions | None = None,
 ) -> tuple[DataFrame, PushRequest]:
     """A Debezium topic's events of the batch (``parsed``: the batch's messages, probed), as the
     frame its table's push reads and that push's request. Keys: those declared, else the Kafka
     key's fields, else the table's own; none: the table takes inserts only. Each schema the
-    events carry reads its own events (``target_columns``; ``widen_to`` as there)."""
+    events carry reads its own events (``target_columns``; ``widen_to`` as there). ``after``: the
+    source position the table holds per partition: events at or below it are skipped, and the push
+    commits the batch's highest."""
     from dataclasses import replace
 
     from pyspark.sql import functions as F
@@ -192,14 +206,18 @@ def part(
                 columns,
                 wrapped=wrapped,
                 target=target,
+                after=after,
             )
             for text, columns in groups.items()
         ]
     )
+    held = positions.merged(after or {}, found.positions)
+    position = positions.encode_all(held) if held else None
     if not keys:
         # a keyless table's rows: the after image of each snapshot read and create (the checks
         # refused its updates and deletes before)
         inserts = frame.where(F.col("op").isin("r", "c")).select("after.*")
-        return inserts, replace(base, table=route.table, keys=None, mode="snapshot", append=True)
-    request = replace(base, table=route.table, keys=tuple(keys), feed=FEED, unpublished=())
+        request = replace(base, table=route.table, keys=None, mode="snapshot", append=True, position=position)
+        return inserts, request
+    request = replace(base, table=route.table, keys=tuple(keys), feed=FEED, unpublished=(), position=position)
     return frame, request

@@ -22,12 +22,9 @@ from openmirror_nb._core.errors import (
     SchemaChangeError,
     user_line,
 )
-from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
-from openmirror_nb._core.model import ROW_MARKER, RowMarker
-from openmirror_nb._core.pipeline.push.request import PushRequest
-from openmirror_nb._core.streaming import debezium_rows
+from openmirror_nb._core.streaming import debezium_rows, json_rows, positions
 from openmirror_nb._core.streaming.held_tables import Holding
 from openmirror_nb._core.streaming.kafka_failures import kafka_failure
 from openmirror_nb._core.streaming.route import ApplyOne, Router
@@ -37,25 +34,21 @@ from openmirror_nb._core.streaming.topic_shapes import (
     JSON,
     SHAPE,
     TopicBatch,
-    aggregates,
+    gather,
     probe,
     read_shapes,
     save_shapes,
 )
 from openmirror_nb._core.streaming.topics import (
     KAFKA_COLUMNS,
-    OFFSET,
-    PARTITION,
-    POSITION,
     TopicTable,
     TopicTables,
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-_UNPARSED = "_openmirror_unparsed"  # from_json's corrupt-record column
 Batches = dict[str, TopicBatch]  # per topic, what the checking job found
 
 
@@ -70,6 +63,7 @@ class TopicRouter(Router):
     routes: dict[str, TopicTable] = field(default_factory=dict)
     recorded: dict[str, dict[str, str]] = field(default_factory=dict)  # per query: topic -> shape
     where: str = "Kafka"  # the source, as a message names it
+    markers: frozenset[str] = frozenset()  # topics whose events only move the positions recorded
 
     def apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
         """Parse and check every topic's messages, then check and apply each table's rows."""
@@ -90,7 +84,8 @@ class TopicRouter(Router):
     def _apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
         holding = Holding.begin(self.storage, batch)  # tables a schema change stopped (``held_tables``)
         try:
-            parsed, batches, columns = self._parse(holding.with_kept(df), batch, holding.held_topics())
+            aside = holding.held_topics() | self.markers  # kept, or no table's: not checked
+            parsed, batches, columns = self._parse(holding.with_kept(df), batch, aside)
             try:
                 self._apply_parsed(parsed, batches, columns, batch, apply_one, holding)
             finally:
@@ -110,7 +105,12 @@ class TopicRouter(Router):
         parts = {}
         for topic in sorted(batches):
             found, route = batches[topic], self.routes.get(topic)
-            if route is None or found.first is None or found.shape not in (JSON, *DEBEZIUM):
+            if (
+                route is None
+                or found.first is None
+                or found.shape not in (JSON, *DEBEZIUM)
+                or topic in self.markers
+            ):
                 continue  # heartbeats, transaction metadata, or only tombstones (a JSON topic's
                 # were refused)
             stopped = holding.holds(route)
@@ -119,13 +119,20 @@ class TopicRouter(Router):
             elif found.shape == JSON:
                 keys = self._keys(route)  # a table's metadata read once a batch
                 parts[topic] = (
-                    self._rows(parsed, columns[topic], route, keys),
-                    self._request_of(route, keys),
+                    json_rows.table_rows(parsed, columns[topic], route, keys),
+                    json_rows.request_of(self.base, route, keys),
                 )
             else:
                 try:
+                    state = TableFolder(self.storage, route.table).read_state()
                     parts[topic] = debezium_rows.part(
-                        parsed, found, route, self.base, self._keys, widen_to=holding.widen_to(route)
+                        parsed,
+                        found,
+                        route,
+                        self.base,
+                        self._keys,
+                        widen_to=holding.widen_to(route),
+                        after=positions.decode_all(state.source_position) if state else None,
                     )
                 except SchemaChangeError as exc:
                     holding.keep(parsed, route, reason=user_line(exc), keyed=self._keyed(found, route))
@@ -140,6 +147,9 @@ class TopicRouter(Router):
         checked = self._check(parts, batch, aside)
         self._apply_all([(p, q, checked.get(t)) for t, (p, q) in parts.items()], apply_one)
         holding.applied()
+        held = holding.held_topics()
+        applied = {t: b.position for t, b in batches.items() if b.position is not None and t not in held}
+        positions.save_positions(self.storage, batch.query, applied)
 
     def _keyed(self, found: TopicBatch, route: TopicTable) -> bool:
         return bool(route.keys or found.key_names() or self._keys(route))
@@ -162,26 +172,23 @@ class TopicRouter(Router):
             r for r in self.routes.values() if r.schema is not None and shapes.get(r.topic, JSON) == JSON
         ]
         while True:
-            values = [self._parsed(r).alias(f"_p{i}") for i, r in enumerate(routes)]
+            values = [json_rows.parsed_value(r).alias(f"_p{i}") for i, r in enumerate(routes)]
             parsed = probed.select("*", *values).persist()
             bad = F.lit(None).cast("string")
             for i, route in enumerate(routes):
                 value = F.col(f"_p{i}")
                 wrong = F.when(
-                    value.isNull() | value[_UNPARSED].isNotNull(), F.lit("is not JSON of its table's schema")
+                    value.isNull() | value[json_rows.UNPARSED].isNotNull(),
+                    F.lit("is not JSON of its table's schema"),
                 )
                 bad = F.when((F.col("topic") == route.topic) & (F.col(SHAPE) == JSON), wrong).otherwise(bad)
             at = F.struct("partition", "offset", bad.alias("why"))
-            rows = (
-                parsed.groupBy("topic")
-                .agg(F.min(F.when(bad.isNotNull(), at)).alias("at"), F.count(bad).alias("n"), *aggregates())
-                .collect()
-            )
+            rows = gather(parsed, first={"at": F.when(bad.isNotNull(), at)}, count={"n": bad})
             batches = {r["topic"]: TopicBatch.of(r, shapes.get(r["topic"])) for r in rows}
             fresh = [
                 self._route(t)
                 for t, b in sorted(batches.items())
-                if t not in self.routes and b.shape not in IGNORED
+                if t not in self.routes and b.shape not in IGNORED and t not in self.markers
             ]
             again = [r for r in fresh if r.schema is not None and batches[r.topic].shape == JSON]
             if not again:
@@ -203,7 +210,7 @@ class TopicRouter(Router):
         self, rows: list[Any], batches: Batches, parsed: set[str], batch: StreamBatch, held: set[str]
     ) -> None:
         """Stop the batch, in one line naming the first message at fault, on what the job found
-        (a stopped table's messages are checked when they are applied)."""
+        (a stopped table's messages are checked when they are applied; ``held``: those and markers)."""
         for topic, found in sorted(batches.items()):
             if found.shape in IGNORED or found.shape is None or topic in held:
                 continue
@@ -251,49 +258,8 @@ class TopicRouter(Router):
         self.routes[topic] = route
         return route
 
-    @staticmethod
-    def _parsed(route: TopicTable) -> Column:
-        """The message's value as a struct of its table's columns and ``_UNPARSED`` (the value
-        itself, where it is not such JSON), for the messages of ``route``'s topic; NULL for others."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import StringType, StructField, StructType
-
-        assert route.schema is not None  # only a topic with a DDL is parsed as rows
-        schema = StructType([*route.schema.fields, StructField(_UNPARSED, StringType())])
-        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _UNPARSED}
-        parsed = F.from_json(F.col("value").cast("string"), schema, options)
-        return F.when(F.col("topic") == route.topic, parsed)
-
-    def _rows(self, parsed: DataFrame, i: int, route: TopicTable, keys: tuple[str, ...] | None) -> DataFrame:
-        """The table's rows of the batch (``parsed``'s column ``_p<i>``): its columns, with the Kafka
-        position that orders them and, for messages without an operation, the marker of an upsert.
-        As text expressions, in one call to the JVM: a column built field by field costs a call
-        per field and table, a second per batch on this machine."""
-        from pyspark.sql import functions as F
-
-        assert route.schema is not None  # only a topic with a DDL is parsed as rows
-        columns = [f"`_p{i}`.{quoted(f.name)} AS {quoted(f.name)}" for f in route.schema.fields]
-        extra = [f"partition AS {quoted(PARTITION)}", f"offset AS {quoted(OFFSET)}"]
-        if route.feed is None and keys is not None:
-            extra.append(f"{int(RowMarker.UPSERT)} AS {quoted(ROW_MARKER)}")
-        elif route.feed is None or route.feed.convention == "debezium":
-            # a keyless table's inserts have no order it could show; a Debezium feed is ordered by
-            # its own source position, and publishes no extra column
-            extra = []
-        return parsed.where(F.col("topic") == route.topic).selectExpr(*columns, *extra)
-
     def _keys(self, route: TopicTable) -> tuple[str, ...] | None:
         if route.keys is not None:
             return route.keys
         meta = TableFolder(self.storage, route.table).read_metadata()
         return tuple(meta.key_columns) if meta is not None and meta.key_columns else None
-
-    def _request_of(self, route: TopicTable, keys: tuple[str, ...] | None) -> PushRequest:
-        from dataclasses import replace
-
-        if route.feed is None and keys is None:
-            return replace(self.base, table=route.table, keys=None, mode="snapshot", append=True)
-        hidden = () if route.feed is not None and route.feed.convention == "debezium" else POSITION
-        return replace(
-            self.base, table=route.table, keys=route.keys, feed=route.ordered_feed, unpublished=hidden
-        )

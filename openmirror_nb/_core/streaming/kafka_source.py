@@ -53,9 +53,9 @@ _OURS = {
 
 
 def _topics(topics: str | Sequence[str]) -> tuple[str, ...]:
+    """The topics named, checked; none is allowed here (``db.mirror_plan`` names them itself),
+    and refused by ``db.mirror_kafka`` (``EMPTY``)."""
     given = [topics] if isinstance(topics, str) else list(topics)
-    if not given:
-        raise ConfigError("topics= is empty; name at least one topic, e.g. topics=['erp.sales.orders'].")
     for topic in given:
         if not isinstance(topic, str) or not _TOPIC.match(topic):
             raise ConfigError(
@@ -63,6 +63,9 @@ def _topics(topics: str | Sequence[str]) -> tuple[str, ...]:
                 "249); list the topics by name, e.g. topics=['erp.sales.orders']."
             )
     return tuple(dict.fromkeys(given))
+
+
+EMPTY = "topics= is empty; name at least one topic, e.g. topics=['erp.sales.orders']."
 
 
 def _options(options: Mapping[str, str]) -> dict[str, str]:
@@ -81,7 +84,7 @@ class Kafka:
 
     Attributes:
         bootstrap_servers: ``"host:port"``, several comma-separated, or a list of them.
-        topics: The topics to mirror (one or a list).
+        topics: The topics to mirror (one or a list); ``db.mirror_plan`` names its own.
         options: More options of Spark's Kafka source, e.g. ``{"kafka.security.protocol":
             "SASL_SSL", ...}`` for a secured cluster (``kafka.``-prefixed ones go to Kafka's
             consumer). Kept out of the repr: they may hold credentials.
@@ -91,7 +94,7 @@ class Kafka:
     """
 
     bootstrap_servers: str | Sequence[str]
-    topics: str | Sequence[str]
+    topics: str | Sequence[str] = ()
     options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -125,7 +128,7 @@ class EventHubs:
     Attributes:
         namespace: The namespace's name (``myns``: ``myns.servicebus.windows.net:9093``), or its
             host, with a port when it is not 9093 (another cloud's suffix, a private endpoint).
-        topics: The event hubs to mirror (one or a list).
+        topics: The event hubs to mirror (one or a list); ``db.mirror_plan`` names its own.
         connection_string_env: An environment variable holding the namespace's (or an event
             hub's) connection string; or
         connection_string_secret: An Azure Key Vault secret holding it,
@@ -140,7 +143,7 @@ class EventHubs:
     """
 
     namespace: str
-    topics: str | Sequence[str]
+    topics: str | Sequence[str] = ()
     connection_string_env: str | None = None
     connection_string_secret: str | None = None
     options: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -255,9 +258,12 @@ def read_kafka(
     *,
     starting_offsets: str | Mapping[str, Mapping[int, int]] | None,
     max_offsets_per_trigger: int | None,
+    missing_ok: bool = False,
 ) -> DataFrame:
     """The stream of Spark's Kafka source that ``source`` describes: its topics subscribed,
-    ``failOnDataLoss`` on, a new checkpoint starting at ``starting_offsets`` (earliest)."""
+    ``failOnDataLoss`` on, a new checkpoint starting at ``starting_offsets`` (earliest).
+    ``missing_ok``: topics that do not exist yet are read once they do, from their start (a
+    pattern of exactly those names: Debezium makes a table's topic at its first change)."""
     offsets = starting_offsets_option(starting_offsets)
     most = max_offsets_per_trigger
     if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1):
@@ -266,11 +272,12 @@ def read_kafka(
     with _unlogged():
         for name, value in source.read_options().items():
             reader = reader.option(name, value)
-    reader = (
-        reader.option("subscribe", ",".join(source.topics))
-        .option("startingOffsets", offsets)
-        .option("failOnDataLoss", "true")
-    )
+    if missing_ok:
+        named = "|".join(re.escape(t) for t in source.topics)
+        reader = reader.option("subscribePattern", f"^(?:{named})$")
+    else:
+        reader = reader.option("subscribe", ",".join(source.topics))
+    reader = reader.option("startingOffsets", offsets).option("failOnDataLoss", "true")
     if most is not None:
         reader = reader.option("maxOffsetsPerTrigger", str(most))
     return reader.load()

@@ -4,20 +4,23 @@ Debezium's heartbeats and transaction metadata (no table's rows: ignored). Avro 
 registry's framing: a zero byte, then the schema's id) is refused: no registry is read here.
 
 ``probe`` adds, per message, what the batch's one checking job needs (``PROBE``): the message's
-shape, its operation, the Connect schema it carries, its key's fields, and whether it holds
-Debezium's placeholder for an unchanged TOASTed value. Each value is parsed for that by
-``json_tuple`` (the top-level fields only) and, in a wrapped event, its payload's once more.
+shape, its operation, the Connect schema it carries, its key's fields, whether it holds
+Debezium's placeholder for an unchanged TOASTed value, and its source position. Each value is
+parsed for that by ``json_tuple`` (the top-level fields only), in a wrapped event its payload's once
+more, and the event's ``source`` once.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ChangeFeedError
 from openmirror_nb._core.landing_zone.names import INTERNAL_FOLDER
 from openmirror_nb._core.storage.base import Storage
+from openmirror_nb._core.streaming.positions import Position, of_row, position
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -32,15 +35,17 @@ DEBEZIUM = (ENVELOPE, WRAPPED)
 IGNORED = (HEARTBEAT, TRANSACTION)
 PLACEHOLDER = "__debezium_unavailable_value"  # Debezium's unavailable.value.placeholder default
 HEARTBEAT_PREFIX = "__debezium-heartbeat"  # Debezium's topic.heartbeat.prefix default
-# Per message: shape, op, Connect schema text (wrapped events), key fields (JSON array), placeholder.
-SHAPE, OP, SCHEMA, KEY_FIELDS, UNAVAILABLE = (
+# Per message: shape, op, Connect schema text (wrapped events), key fields (JSON array), placeholder,
+# source position (``positions``).
+SHAPE, OP, SCHEMA, KEY_FIELDS, UNAVAILABLE, POSITION = (
     "_om_shape",
     "_om_op",
     "_om_schema",
     "_om_key_fields",
     "_om_toast",
+    "_om_position",
 )
-PROBE = (SHAPE, OP, SCHEMA, KEY_FIELDS, UNAVAILABLE)
+PROBE = (SHAPE, OP, SCHEMA, KEY_FIELDS, UNAVAILABLE, POSITION)
 SHAPES_FOLDER, SHAPES_SUFFIX = f"{INTERNAL_FOLDER}/streams", ".topics.json"
 
 
@@ -67,6 +72,9 @@ def probe(df: DataFrame) -> DataFrame:
     )
     inner = ("op", "source", "status")
     out = out.select("*", F.json_tuple("_t_payload", *inner).alias(*[f"_w_{n}" for n in inner]))
+    at = ("sequence", "lsn", "snapshot")
+    source = F.coalesce("_w_source", "_t_source")
+    out = out.select("*", F.json_tuple(source, *at).alias(*[f"_s_{n}" for n in at]))
     wrapped = F.col("_t_schema").isNotNull() & F.col("_t_payload").isNotNull()
     schema_name = F.get_json_object("_t_schema", "$.name")
     shape = (
@@ -94,11 +102,18 @@ def probe(df: DataFrame) -> DataFrame:
         F.when(wrapped, F.get_json_object("_t_schema", "$.fields")).alias(SCHEMA),
         F.when(F.col("key").isNotNull(), key_fields).alias(KEY_FIELDS),
         F.col("text").contains(PLACEHOLDER).alias(UNAVAILABLE),
+        F.when(
+            shape.isin(*DEBEZIUM),
+            position(
+                F.col("_s_sequence"), F.col("_s_lsn"), F.col("_s_snapshot"), F.coalesce("_w_op", "_t_op")
+            ),
+        ).alias(POSITION),
     )
 
 
 def aggregates() -> list[Column]:
-    """What the checking job gathers per topic from the ``PROBE`` columns."""
+    """What the checking job gathers per topic partition from the ``PROBE`` columns (``gather``
+    then combines them per topic)."""
     from pyspark.sql import functions as F
 
     at = F.struct("partition", "offset")
@@ -115,7 +130,38 @@ def aggregates() -> list[Column]:
         F.min(F.when(debezium & F.col(OP).isin("u", "d"), at)).alias("change_at"),
         F.min(F.when(debezium & F.col(UNAVAILABLE), at)).alias("toast_at"),
         F.min(F.when(F.col("value").isNull(), at)).alias("tombstone_at"),
+        F.max(POSITION).alias("position"),
     ]
+
+
+def gather(probed: DataFrame, *, first: Mapping[str, Column], count: Mapping[str, Column]) -> list[Any]:
+    """One row per topic of ``probed`` (a batch's messages, probed): ``aggregates`` per topic
+    partition combined, each partition's highest source position kept apart (``positions``: a
+    key's events share a partition, and only within one does Kafka keep their order); and the
+    caller's ``first`` (the least value) and ``count`` (of non-NULL values), by name. One job."""
+    from pyspark.sql import functions as F
+
+    mins = [F.min(c).alias(n) for n, c in first.items()]
+    counts = [F.count(c).alias(n) for n, c in count.items()]
+    per_partition = probed.groupBy("topic", "partition").agg(*mins, *counts, *aggregates())
+    union = F.array_distinct
+    return (
+        per_partition.groupBy("topic")
+        .agg(
+            *[F.min(n).alias(n) for n in first],
+            *[F.sum(n).alias(n) for n in count],
+            F.min("first").alias("first"),
+            union(F.flatten(F.collect_list("shapes"))).alias("shapes"),
+            union(F.flatten(F.collect_list("schemas"))).alias("schemas"),
+            union(F.flatten(F.collect_list("key_fields"))).alias("key_fields"),
+            F.sum("keyless").alias("keyless"),
+            *[F.min(n).alias(n) for n in ("truncate_at", "change_at", "toast_at", "tombstone_at")],
+            F.collect_list(F.when(F.col("position").isNotNull(), F.struct("partition", "position"))).alias(
+                "positions"
+            ),
+        )
+        .collect()
+    )
 
 
 @dataclass(frozen=True)
@@ -133,6 +179,12 @@ class TopicBatch:
     change_at: tuple[int, int] | None  # the first update or delete
     toast_at: tuple[int, int] | None
     tombstone_at: tuple[int, int] | None
+    positions: Mapping[int, Position] = field(default_factory=dict)  # per partition, the highest
+
+    @property
+    def position(self) -> Position | None:
+        """The highest source position of the batch's events, over its partitions."""
+        return max(self.positions.values()) if self.positions else None
 
     @classmethod
     def of(cls, row: Any, known: str | None) -> TopicBatch:
@@ -155,6 +207,7 @@ class TopicBatch:
             pos(row["change_at"]),
             pos(row["toast_at"]),
             pos(row["tombstone_at"]),
+            {int(p["partition"]): found for p in row["positions"] if (found := of_row(p["position"]))},
         )
 
     def where(self, at: tuple[int, int] | None) -> str:

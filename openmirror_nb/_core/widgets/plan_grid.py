@@ -83,7 +83,7 @@ class PlanRow(RenderGuard):
         if keys != self.original.keys or (self.suggested and self.accept.value):
             origin = "declared" if keys else None
         rules = om.get_strategy(strategy)  # the plan file's rules: keys and deletes by the strategy
-        if not rules.keys:
+        if rules.keys is False:
             keys, origin = (), None
         deletes = self.original.detect_deletes if rules.deletes is None else rules.deletes
         watermark = self.watermark.value.strip() or None
@@ -159,7 +159,7 @@ class PlanRow(RenderGuard):
         none (``append``)."""
         rules = om.get_strategy(self.strategy.value)
         self.watermark.disabled = not rules.watermark and not self.watermark.value
-        self.keys.disabled = self.accept.disabled = not rules.keys
+        self.keys.disabled = self.accept.disabled = rules.keys is False
 
 
 class PlanGrid(w.VBox):  # type: ignore[misc]  # ipywidgets ships no type hints

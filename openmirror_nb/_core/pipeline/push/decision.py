@@ -82,6 +82,7 @@ def decide(
         stream=stream,
         watermark=request.watermark,
         feed_schema=staged.feed_schema,
+        position=request.position,
     )
     definition = checks.schema_definition(data_schema, ctx.keys) if ctx.options.is_delimited else ()
     metadata = (

@@ -62,6 +62,8 @@ class PushRequest:
     watermark: tuple[str, str] | None = None
     watermark_after: str | None = None
     append: bool = False  # insert-only rows to a table without keyColumns, marker-free
+    # a Debezium stream: the source position this push brings the table to (streaming.positions)
+    position: str | None = None
 
     @classmethod
     def create(
