@@ -55,7 +55,7 @@ class LivePlan:
         return self.stream.await_termination(timeout)
 
     def stop(self) -> None:
-        """Stop the stream; a batch being applied finishes first."""
+        """Stop the stream (``MirrorStream.stop``: a batch it stops is applied again at the next start)."""
         self.stream.stop()
 
     def applied(self) -> dict[str, Position]:

@@ -100,6 +100,7 @@ class CdcCheck:
 
     @property
     def ok(self) -> bool:
+        """No problem: ``db.mirror_plan`` may start (warnings aside)."""
         return not self.problems
 
 

@@ -86,9 +86,7 @@ def events(
     event = F.col("e.payload") if wrapped else F.col("e")
     if after:
         source = event["source"]
-        at = positions.position(
-            source["sequence"], source["lsn"].cast("string"), source["snapshot"], event["op"]
-        )
+        at = positions.position(source["sequence"], source["snapshot"], event["op"])
         parsed = parsed.where(positions.unseen(at, F.col("partition"), after))
     by_name = {c.name: c for c in columns}
     kinds = target if target is not None else [(c.name, c.spark) for c in columns]
@@ -170,13 +168,15 @@ def part(
     *,
     widen_to: Mapping[str, DataType] | None = None,
     after: Positions | None = None,
+    mirrored: bool = False,
 ) -> tuple[DataFrame, PushRequest]:
     """A Debezium topic's events of the batch (``parsed``: the batch's messages, probed), as the
     frame its table's push reads and that push's request. Keys: those declared, else the Kafka
     key's fields, else the table's own; none: the table takes inserts only. Each schema the
     events carry reads its own events (``target_columns``; ``widen_to`` as there). ``after``: the
     source position the table holds per partition: events at or below it are skipped, and the push
-    commits the batch's highest."""
+    commits the batch's highest. ``mirrored``: the table exists already, so a keyless one refuses
+    a new snapshot of Debezium's (its rows would be inserted twice)."""
     from dataclasses import replace
 
     from pyspark.sql import functions as F
@@ -213,10 +213,21 @@ def part(
     )
     held = positions.merged(after or {}, found.positions)
     position = positions.encode_all(held) if held else None
+    if not keys and mirrored and found.snapshot_at is not None:
+        raise ChangeFeedError(
+            f"{found.where(found.snapshot_at)}: Debezium began a snapshot of table {table} again (Kafka "
+            f"Connect lost its offsets, or crashed during the first snapshot), and {table} has no key, so "
+            "its rows would be inserted twice; nothing of the batch was published: reload the table from "
+            "a full copy (db.apply_schema_change) and restart the stream after that snapshot."
+        )
     if not keys:
         # a keyless table's rows: the after image of each snapshot read and create (the checks
-        # refused its updates and deletes before)
-        inserts = frame.where(F.col("op").isin("r", "c")).select("after.*")
+        # refused its updates and deletes before), each create once: a copy Kafka Connect sent
+        # again after a crash, in this same batch, stands at the original's position
+        placed = (F.col("op") == "c") & (F.col(ORDER[0]) != -1)
+        once = frame.where(placed).dropDuplicates([ORDER[0], ORDER[1]])
+        others = frame.where(~placed & F.col("op").isin("r", "c"))
+        inserts = once.unionByName(others).select("after.*")
         request = replace(base, table=route.table, keys=None, mode="snapshot", append=True, position=position)
         return inserts, request
     request = replace(base, table=route.table, keys=tuple(keys), feed=FEED, unpublished=(), position=position)

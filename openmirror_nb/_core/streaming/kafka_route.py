@@ -133,6 +133,7 @@ class TopicRouter(Router):
                         self._keys,
                         widen_to=holding.widen_to(route),
                         after=positions.decode_all(state.source_position) if state else None,
+                        mirrored=state is not None,
                     )
                 except SchemaChangeError as exc:
                     holding.keep(parsed, route, reason=user_line(exc), keyed=self._keyed(found, route))

@@ -13,8 +13,9 @@ another).
 
 Snapshot reads (``source.snapshot`` other than ``false``) all stand at the snapshot's LSN: they are
 never skipped by position (a keyed table's are upserts; a keyless one's are the table's first load,
-which a Connect crash in the middle of makes Debezium take again: reload such a table). Events
-without a sequence or LSN (MySQL's, whose binlog position is no LSN) have no position here.
+and a second snapshot of a keyless table mirrored already is refused, ``TopicBatch.check``). Events
+without a complete pair (see ``position``; MySQL's, whose binlog position is no LSN) have no
+position here.
 """
 
 from __future__ import annotations
@@ -71,21 +72,22 @@ def merged(*found: Mapping[int, Position]) -> Positions:
     return out
 
 
-def position(sequence: Column, lsn: Column, snapshot: Column, op: Column) -> Column:
-    """An event's position as a struct (``commit``, ``change``, ``rank``), NULL for a snapshot
-    read or an event without one; from ``source``'s ``sequence`` (JSON text of two LSNs as text),
-    ``lsn`` and ``snapshot`` (as text), and the event's ``op``."""
+def position(sequence: Column, snapshot: Column, op: Column) -> Column:
+    """An event's position as a struct (``commit``, ``change``, ``rank``), from ``source``'s
+    ``sequence`` (JSON text of two LSNs as text) and ``snapshot`` (as text), and its ``op``; NULL
+    where the pair is incomplete: a snapshot read, the first transaction Debezium streams after a
+    snapshot (no commit before it: its changes' own LSNs may lie below commits already applied),
+    and connectors too old to write the pair (a change's LSN alone does not rise in commit order).
+    Such events are never skipped by position, and do not move it."""
     from pyspark.sql import functions as F
 
     pair = F.from_json(sequence, "array<string>")
-    change = F.coalesce(pair[1].cast(_LSN), lsn.cast(_LSN))
+    commit, change = pair[0].cast(_LSN), pair[1].cast(_LSN)
     streamed = snapshot.isNull() | (F.lower(snapshot) == "false")
     return F.when(
-        streamed & change.isNotNull(),
+        streamed & commit.isNotNull() & change.isNotNull(),
         F.struct(
-            F.coalesce(pair[0].cast(_LSN), F.lit(-1).cast(_LSN)).alias("commit"),
-            change.alias("change"),
-            F.when(op == "d", 0).otherwise(1).alias("rank"),
+            commit.alias("commit"), change.alias("change"), F.when(op == "d", 0).otherwise(1).alias("rank")
         ),
     )
 

@@ -64,7 +64,9 @@ class MirrorStream:
         return said or failed
 
     def stop(self) -> None:
-        """Stop the query; a batch being applied finishes first (Spark waits for it)."""
+        """Stop the query. Spark interrupts a batch it is applying: what that batch published is
+        finished by the next push or start (its journal), and the next start applies the batch again,
+        each table skipping it if it holds it already."""
         self.query.stop()
         self._ended()
 

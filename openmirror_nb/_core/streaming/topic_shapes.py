@@ -36,16 +36,17 @@ IGNORED = (HEARTBEAT, TRANSACTION)
 PLACEHOLDER = "__debezium_unavailable_value"  # Debezium's unavailable.value.placeholder default
 HEARTBEAT_PREFIX = "__debezium-heartbeat"  # Debezium's topic.heartbeat.prefix default
 # Per message: shape, op, Connect schema text (wrapped events), key fields (JSON array), placeholder,
-# source position (``positions``).
-SHAPE, OP, SCHEMA, KEY_FIELDS, UNAVAILABLE, POSITION = (
+# source position (``positions``), and whether it is the first event of a Debezium snapshot.
+SHAPE, OP, SCHEMA, KEY_FIELDS, UNAVAILABLE, POSITION, SNAPSHOT_START = (
     "_om_shape",
     "_om_op",
     "_om_schema",
     "_om_key_fields",
     "_om_toast",
     "_om_position",
+    "_om_snapshot",
 )
-PROBE = (SHAPE, OP, SCHEMA, KEY_FIELDS, UNAVAILABLE, POSITION)
+PROBE = (SHAPE, OP, SCHEMA, KEY_FIELDS, UNAVAILABLE, POSITION, SNAPSHOT_START)
 SHAPES_FOLDER, SHAPES_SUFFIX = f"{INTERNAL_FOLDER}/streams", ".topics.json"
 
 
@@ -72,7 +73,7 @@ def probe(df: DataFrame) -> DataFrame:
     )
     inner = ("op", "source", "status")
     out = out.select("*", F.json_tuple("_t_payload", *inner).alias(*[f"_w_{n}" for n in inner]))
-    at = ("sequence", "lsn", "snapshot")
+    at = ("sequence", "snapshot")
     source = F.coalesce("_w_source", "_t_source")
     out = out.select("*", F.json_tuple(source, *at).alias(*[f"_s_{n}" for n in at]))
     wrapped = F.col("_t_schema").isNotNull() & F.col("_t_payload").isNotNull()
@@ -104,10 +105,9 @@ def probe(df: DataFrame) -> DataFrame:
         F.col("text").contains(PLACEHOLDER).alias(UNAVAILABLE),
         F.when(
             shape.isin(*DEBEZIUM),
-            position(
-                F.col("_s_sequence"), F.col("_s_lsn"), F.col("_s_snapshot"), F.coalesce("_w_op", "_t_op")
-            ),
+            position(F.col("_s_sequence"), F.col("_s_snapshot"), F.coalesce("_w_op", "_t_op")),
         ).alias(POSITION),
+        (shape.isin(*DEBEZIUM) & (F.lower(F.col("_s_snapshot")) == "first")).alias(SNAPSHOT_START),
     )
 
 
@@ -130,6 +130,7 @@ def aggregates() -> list[Column]:
         F.min(F.when(debezium & F.col(OP).isin("u", "d"), at)).alias("change_at"),
         F.min(F.when(debezium & F.col(UNAVAILABLE), at)).alias("toast_at"),
         F.min(F.when(F.col("value").isNull(), at)).alias("tombstone_at"),
+        F.min(F.when(F.col(SNAPSHOT_START), at)).alias("snapshot_at"),
         F.max(POSITION).alias("position"),
     ]
 
@@ -155,7 +156,10 @@ def gather(probed: DataFrame, *, first: Mapping[str, Column], count: Mapping[str
             union(F.flatten(F.collect_list("schemas"))).alias("schemas"),
             union(F.flatten(F.collect_list("key_fields"))).alias("key_fields"),
             F.sum("keyless").alias("keyless"),
-            *[F.min(n).alias(n) for n in ("truncate_at", "change_at", "toast_at", "tombstone_at")],
+            *[
+                F.min(n).alias(n)
+                for n in ("truncate_at", "change_at", "toast_at", "tombstone_at", "snapshot_at")
+            ],
             F.collect_list(F.when(F.col("position").isNotNull(), F.struct("partition", "position"))).alias(
                 "positions"
             ),
@@ -179,6 +183,7 @@ class TopicBatch:
     change_at: tuple[int, int] | None  # the first update or delete
     toast_at: tuple[int, int] | None
     tombstone_at: tuple[int, int] | None
+    snapshot_at: tuple[int, int] | None = None  # the first event of a Debezium snapshot
     positions: Mapping[int, Position] = field(default_factory=dict)  # per partition, the highest
 
     @property
@@ -207,6 +212,7 @@ class TopicBatch:
             pos(row["change_at"]),
             pos(row["toast_at"]),
             pos(row["tombstone_at"]),
+            pos(row["snapshot_at"]),
             {int(p["partition"]): found for p in row["positions"] if (found := of_row(p["position"]))},
         )
 
