@@ -15,13 +15,13 @@ from openmirror_nb._core.errors import ConfigError
 from openmirror_nb._core.sources.pg_cdc import (
     Cdc,
     CdcTable,
-    _slot_problems,
     check_cdc,
     connector_config,
     retained_wal,
     size_text,
     worker_settings,
 )
+from openmirror_nb._core.sources.pg_cdc_problems import slot_problems
 from tests.sources.postgres import PASSWORD, SUPERUSER, missing, start_server
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(missing() is not None, reason=str(missing()))]
@@ -167,7 +167,7 @@ def test_no_free_slot_is_one_problem(spark, pg, source):
 
 def test_no_wal_sender_is_one_problem():
     # max_wal_senders needs a restart to change: the rule is checked on the values the server gives.
-    assert _slot_problems(CDC, None, "erp", 10, 0, 0) == [
+    assert slot_problems(CDC, None, "erp", 10, 0, 0) == [
         "max_wal_senders is 0, so the connector cannot stream: set max_wal_senders = 10 in postgresql.conf, "
         "then restart the server."
     ]

@@ -110,34 +110,61 @@ def test_a_database_goes_from_nothing_to_live_and_equals_postgresql(spark, kafka
                 " WHERE code = 'a'; INSERT INTO shop.customers VALUES ('c', 'Lin');"
                 " INSERT INTO shop.events VALUES (4, 'refunded'), (4, 'refunded');"
             )
-            target = _lsn(pg.sql("SELECT pg_current_wal_lsn();"))
-            drained = None
-            deadline = time.monotonic() + 120
-            while drained is None or drained <= target:
-                assert time.monotonic() < deadline, f"not drained: applied {drained}, target {target}"
-                pg.sql("UPDATE shop.openmirror_heartbeat SET ts = now();")  # as heartbeat.action.query does
-                live = db.mirror_plan(
-                    plan,
-                    kafka=om.Kafka(bootstrap_servers=kafka.bootstrap),
-                    checkpoint=tmp_path / "ckpt",
-                    cdc=cdc,
-                )
-                live.await_termination(timeout=600)
-                drained = live.applied_lsn()
+            live = _drain(db, pg, plan, kafka, tmp_path, cdc)
             assert all(r.status == "unchanged" for r in live.loaded.tables)  # loaded once only
             assert PASSWORD not in connect.log.read_text(encoding="utf-8", errors="replace")
+
+            # the source's schema changes: an added column flows; a type change stops its table only
+            pg.sql(
+                "ALTER TABLE shop.customers ADD COLUMN tier int; UPDATE shop.customers SET tier = 2 WHERE code = 'b';"
+                " ALTER TABLE shop.orders ALTER COLUMN total TYPE numeric(12,3);"
+                " UPDATE shop.orders SET total = 1.125 WHERE id = 1; INSERT INTO shop.events VALUES (5, 'later');"
+            )
+            _drain(db, pg, plan, kafka, tmp_path, cdc)
+            stopped = db.status()["shop.orders"]
+            assert stopped.health == "blocked" and stopped.held_events >= 1, stopped.advice
+            assert "changed type" in stopped.advice[0]
+            assert db.status()["shop.customers"].held_events == 0
+            # the wizard's reseed from a full copy read over JDBC; the next batch applies the kept events
+            copy = source.read("orders")
+            db.apply_schema_change(db.plan_schema_change("shop.orders", copy), copy, confirm="shop.orders")
+            pg.sql("UPDATE shop.orders SET total = 2.5 WHERE id = 2;")
+            _drain(db, pg, plan, kafka, tmp_path, cdc)
+            assert db.status()["shop.orders"].held_events == 0
     finally:
         os.environ.pop(ENV, None)
     om.LocalMirror(db.target.root).run_once()
 
+    assert db.status()["shop.orders"].health == "ok"
     orders = _pg_rows(pg, "SELECT id, customer, total FROM shop.orders")
     assert sorted(_mirrored(db, "shop.orders", ["id", "customer", "total"])) == sorted(orders)
     assert len(orders) == 190
-    customers = _pg_rows(pg, "SELECT code, name FROM shop.customers")
-    assert sorted(_mirrored(db, "shop.customers", ["code", "name"])) == sorted(customers)
+    customers = _pg_rows(pg, "SELECT code, name, tier FROM shop.customers")
+    assert sorted(_mirrored(db, "shop.customers", ["code", "name", "tier"])) == sorted(customers)
     events = _pg_rows(pg, "SELECT at, what FROM shop.events")
     assert Counter(_mirrored(db, "shop.events", ["at", "what"])) == Counter(events)
-    assert sum(Counter(events).values()) == 6
-    assert Decimal(db.read_table("shop.orders").where("id = 2000").first()["total"]) == Decimal("9.99")
+    assert sum(Counter(events).values()) == 7
+    assert Decimal(db.read_table("shop.orders").where("id = 2000").first()["total"]) == Decimal("9.990")
+    assert Decimal(db.read_table("shop.orders").where("id = 1").first()["total"]) == Decimal("1.125")
     assert db.describe("shop.orders").source_position is not None
     assert any(n.startswith(f"replication slot {prefix} retains ") for n in db.status().notes)
+
+
+def _drain(db, pg, plan, kafka, tmp_path, cdc):
+    """Passes of the stream until its applied position is past the WAL's end read now (a bounded
+    wait): the heartbeat table's write, as heartbeat.action.query makes it, is an event past it."""
+    target = _lsn(pg.sql("SELECT pg_current_wal_insert_lsn();"))
+    deadline = time.monotonic() + 120
+    drained = None
+    while drained is None or drained < target:
+        assert time.monotonic() < deadline, f"not drained: applied {drained}, target {target}"
+        pg.sql(
+            "INSERT INTO shop.openmirror_heartbeat VALUES (1, clock_timestamp())"
+            " ON CONFLICT (id) DO UPDATE SET ts = excluded.ts;"
+        )
+        live = db.mirror_plan(
+            plan, kafka=om.Kafka(bootstrap_servers=kafka.bootstrap), checkpoint=tmp_path / "ckpt", cdc=cdc
+        )
+        live.await_termination(timeout=600)
+        drained = live.applied_lsn()
+    return live

@@ -28,6 +28,14 @@ from openmirror_nb._core.sources.pg_cdc_config import (
     connector_config,
     worker_settings,
 )
+from openmirror_nb._core.sources.pg_cdc_problems import (
+    Table,
+    heartbeat_problems,
+    identity_problems,
+    publication_problems,
+    slot_problems,
+    true,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,7 +85,6 @@ FROM json_to_recordset(?::json) AS w(s text, t text)
 LEFT JOIN pg_namespace n ON n.nspname = w.s
 LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = w.t AND c.relkind IN ('r', 'p')
 """
-_IDENTITY = {"d": "DEFAULT", "n": "NOTHING", "f": "FULL", "i": "USING INDEX"}
 
 
 @dataclass(frozen=True)
@@ -102,18 +109,6 @@ class CdcCheck:
     def ok(self) -> bool:
         """No problem: ``db.mirror_plan`` may start (warnings aside)."""
         return not self.problems
-
-
-@dataclass(frozen=True)
-class _Table:
-    schema: str
-    name: str
-    sql: str  # the name as SQL writes it: quote_ident of each part
-    exists: bool
-    identity: str
-    owned: bool
-    has_primary_key: bool
-    toastable: str
 
 
 def check_cdc(spark: SparkSession, source: Jdbc, tables: Sequence[CdcTable], cdc: Cdc) -> CdcCheck:
@@ -157,7 +152,7 @@ def check_cdc(spark: SparkSession, source: Jdbc, tables: Sequence[CdcTable], cdc
             f"wal_level is {wal_level}, not logical: set wal_level = logical in postgresql.conf (on Azure "
             "Database for PostgreSQL, the server parameter wal_level), then restart the server."
         )
-    if not (_true(superuser) or _true(replication)):
+    if not (true(superuser) or true(replication)):
         role = user.replace('"', '""')
         problems.append(
             f"User {user} may not read a replication slot (neither REPLICATION nor superuser): run "
@@ -169,18 +164,18 @@ def check_cdc(spark: SparkSession, source: Jdbc, tables: Sequence[CdcTable], cdc
             f"Tables not found in database {database}: {', '.join(missing)}; create them, or plan again "
             "(db.plan_sources) without them."
         )
-    problems += _slot_problems(
+    problems += slot_problems(
         cdc, slot, database, int(max_slots or 0), int(slots or 0), int(max_senders or 0)
     )
     existing = [found[w] for w in wanted if found[w].exists]
-    problems += _publication_problems(
-        cdc, publication, published, existing, user, _true(superuser), _true(may_create)
+    problems += publication_problems(
+        cdc, publication, published, existing, user, true(superuser), true(may_create)
     )
     for table in tables:
         known = found[(table.schema, table.name)]
         if known.exists:
-            _identity(table, known, cdc, problems, warnings)
-    _heartbeat(cdc, tables, found, problems, warnings)
+            identity_problems(table, known, cdc, problems, warnings)
+    heartbeat_problems(cdc, tables, found, problems, warnings)
     retained = slot[3] if slot else None
     if retained is not None and retained > cdc.slot_wal_warning_bytes:
         warnings.append(
@@ -210,130 +205,6 @@ def retained_wal(spark: SparkSession, source: Jdbc, slot: str) -> int | None:
     return None if found is None else found[3]
 
 
-def _slot_problems(cdc: Cdc, slot: tuple[str, str, str, int | None] | None, database: str, max_slots: int,
-                   slots: int, max_senders: int) -> list[str]:  # fmt: skip
-    problems = []
-    if slot is None and slots >= max_slots:
-        problems.append(
-            f"Replication slot {cdc.slot} does not exist and no slot is free ({slots} of "
-            f"max_replication_slots = {max_slots} taken): drop an unused one "
-            "(SELECT pg_drop_replication_slot('<name>');) or raise max_replication_slots in postgresql.conf, "
-            "then restart the server."
-        )
-    if max_senders <= 0:
-        problems.append(
-            "max_wal_senders is 0, so the connector cannot stream: set max_wal_senders = 10 in "
-            "postgresql.conf, then restart the server."
-        )
-    if slot is not None:
-        kind, plugin, slot_database, _ = slot
-        if (kind, plugin, slot_database) != ("logical", "pgoutput", database):
-            what = f"a {kind} slot" + (f" of plugin {plugin}" if plugin else "")
-            what += f" in database {slot_database}" if slot_database else ""
-            problems.append(
-                f"Replication slot {cdc.slot} is {what}, not a logical pgoutput slot of database {database}: "
-                f"drop it if nothing else reads it (SELECT pg_drop_replication_slot('{cdc.slot}');) or use "
-                "another, om.Cdc(slot='...')."
-            )
-    return problems
-
-
-def _publication_problems(
-    cdc: Cdc,
-    publication: list[list[str | None]],
-    published: set[tuple[str, str]],
-    tables: list[_Table],
-    user: str,
-    superuser: bool,
-    may_create: bool,
-) -> list[str]:
-    name = cdc.publication
-    if publication:
-        inserts, updates, deletes, every_table = (_true(v) for v in publication[0])
-        problems = []
-        unpublished = [
-            op for op, on in (("insert", inserts), ("update", updates), ("delete", deletes)) if not on
-        ]
-        if unpublished:
-            problems.append(
-                f"Publication {name} does not publish {', '.join(unpublished)}: run ALTER PUBLICATION {name} "
-                "SET (publish = 'insert, update, delete');"
-            )
-        left_out = [t.sql for t in tables if not every_table and (t.schema, t.name) not in published]
-        if left_out:
-            problems.append(
-                f"Publication {name} does not include {', '.join(left_out)}: run ALTER PUBLICATION {name} "
-                f"ADD TABLE {', '.join(left_out)};"
-            )
-        return problems
-    # Debezium makes it (publication.autocreate.mode=filtered), which needs CREATE on the database and
-    # the ownership of every table.
-    not_owned = [t.sql for t in tables if not t.owned]
-    if superuser or (may_create and not not_owned):
-        return []
-    why = f"it does not own {', '.join(not_owned)}" if not_owned else "it has no CREATE on the database"
-    every = ", ".join(t.sql for t in tables)
-    return [
-        f"Publication {name} does not exist and user {user} cannot create it ({why}): have the tables' owner "
-        f"run CREATE PUBLICATION {name} FOR TABLE {every};"
-    ]
-
-
-def _identity(table: CdcTable, known: _Table, cdc: Cdc, problems: list[str], warnings: list[str]) -> None:
-    """A table's replica identity: FULL where the mirrored keys are not the primary key (an update's
-    or delete's event carries them only then); a warning where PostgreSQL may leave a value out."""
-    full = known.identity == "f"
-    identity = _IDENTITY.get(known.identity, known.identity)
-    fix = f"ALTER TABLE {known.sql} REPLICA IDENTITY FULL;"
-    if table.keys and not table.keys_are_primary and not full:
-        primary = (
-            f"its primary key ({', '.join(table.primary_key)})" if table.primary_key else "no primary key"
-        )
-        problems.append(
-            f"Table {known.sql} is mirrored with keys ({', '.join(table.keys)}), not {primary}, and its "
-            f"replica identity is {identity}, so an update's or delete's event may lack them: run {fix}"
-        )
-    elif table.keys and known.toastable and not full:
-        warnings.append(
-            f"Table {known.sql} has columns PostgreSQL may store out of line ({known.toastable}) and replica "
-            f"identity {identity}: an update that leaves such a value unchanged sends Debezium's "
-            f"__debezium_unavailable_value, which stops the table's batches; run {fix}"
-        )
-    elif not table.keys and not full and known.identity != "i" and not known.has_primary_key:
-        warnings.append(
-            f"Table {known.sql} has no primary key nor replica identity: in publication {cdc.publication} "
-            f"its UPDATE and DELETE fail in PostgreSQL; if anything updates or deletes its rows, run {fix}"
-        )
-
-
-def _heartbeat(
-    cdc: Cdc,
-    tables: Sequence[CdcTable],
-    found: dict[tuple[str, str], _Table],
-    problems: list[str],
-    warnings: list[str],
-) -> None:
-    if cdc.heartbeat_ms <= 0:
-        problems.append(
-            f"Cdc(heartbeat_ms={cdc.heartbeat_ms}) sends no heartbeats, so the slot keeps WAL while the "
-            "captured tables are idle: give heartbeat_ms > 0, e.g. om.Cdc(heartbeat_ms=10000)."
-        )
-    parts = cdc.heartbeat_parts
-    if parts is None:
-        schema = tables[0].schema if tables else "public"
-        name = f"{schema}.openmirror_heartbeat"
-        warnings.append(
-            f"No heartbeat table: while the captured tables are idle and the server writes elsewhere, slot "
-            f"{cdc.slot} holds WAL; run CREATE TABLE {name} (id int PRIMARY KEY, ts timestamptz NOT NULL); "
-            f"and give om.Cdc(heartbeat_table='{name}')."
-        )
-    elif not found[parts].exists:
-        problems.append(
-            f"Heartbeat table {cdc.heartbeat_table} does not exist: run CREATE TABLE {cdc.heartbeat_table} "
-            "(id int PRIMARY KEY, ts timestamptz NOT NULL);"
-        )
-
-
 def _slot(conn: Any, slot: str) -> tuple[str, str, str, int | None] | None:
     rows = _rows(conn, _SLOT, slot)
     if not rows:
@@ -342,10 +213,10 @@ def _slot(conn: Any, slot: str) -> tuple[str, str, str, int | None] | None:
     return str(kind), str(plugin), str(database), None if retained is None else int(retained)
 
 
-def _tables(conn: Any, wanted: list[tuple[str, str]]) -> list[_Table]:
+def _tables(conn: Any, wanted: list[tuple[str, str]]) -> list[Table]:
     names = json.dumps([{"s": s, "t": t} for s, t in wanted])
     return [
-        _Table(str(s), str(t), str(sql), _true(exists), str(ident), _true(owned), _true(pk), str(toast or ""))
+        Table(str(s), str(t), str(sql), true(exists), str(ident), true(owned), true(pk), str(toast or ""))
         for s, t, sql, exists, ident, owned, pk, toast in _rows(conn, _TABLES, names)
     ]
 
@@ -364,7 +235,3 @@ def _rows(conn: Any, sql: str, *params: str) -> list[list[str | None]]:
         return rows
     finally:
         statement.close()
-
-
-def _true(value: object) -> bool:
-    return str(value).lower() in ("t", "true", "1")
