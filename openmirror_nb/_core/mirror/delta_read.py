@@ -216,4 +216,7 @@ def read_delta_spark(
         return spark.createDataFrame([], schema=spark_schema)
     # The explicit schema gives files written before a column was added that column as NULL.
     reader = spark.read.schema(spark_schema).option("basePath", os.fspath(table_dir))
+    # delta-rs writes the proleptic Gregorian calendar, never Spark 2's hybrid one: Spark 3.5 would
+    # otherwise refuse a date before 1582 or a timestamp before 1900 as ambiguous (Spark 4 reads them)
+    reader = reader.option("datetimeRebaseMode", "CORRECTED").option("int96RebaseMode", "CORRECTED")
     return reader.parquet(*uris).select(*[quoted(name) for name in plain.names])
