@@ -41,6 +41,7 @@ class LivePlan:
         check: What the checks of the source found (its warnings did not stop the start).
         stream: The stream applying Debezium's changes to every table.
         topics: Per topic, the table its events go to.
+        storage: The landing zone, where the stream records the positions it applied.
     """
 
     loaded: PlanRun
