@@ -292,3 +292,17 @@ def test_a_keyless_tables_create_sent_twice_in_one_batch_is_inserted_once(spark,
     assert (
         sum(expected.values()) == 4 and expected[(2, "two")] == 2
     )  # a row the source holds twice stays twice
+
+
+def test_two_snapshots_of_a_keyless_table_in_its_first_batch_are_refused(spark, db, kafka, tmp_path):
+    # Connect killed during the first snapshot, before the stream read any of it: both arrive together
+    create = next(m for m in recorded("schemas")["pg.inv.nokey"] if m["value"] and '"op":"c"' in m["value"])
+    read = json.loads(create["value"])
+    read["payload"].update(op="r", before=None)
+    read["payload"]["source"].update(snapshot="first", sequence=json.dumps([None, "26500000"]))
+    topic = replay(kafka, [{**create, "value": json.dumps(read)}] * 2, f"w{uuid.uuid4().hex[:6]}", 1)
+    with pytest.raises(
+        om.ChangeFeedError, match=r"offset 0: Debezium began a snapshot of table inv.nokey again"
+    ):
+        _mirror(db, kafka, [topic], tmp_path)
+    assert db.tables() == []

@@ -176,7 +176,7 @@ def part(
     events carry reads its own events (``target_columns``; ``widen_to`` as there). ``after``: the
     source position the table holds per partition: events at or below it are skipped, and the push
     commits the batch's highest. ``mirrored``: the table exists already, so a keyless one refuses
-    a new snapshot of Debezium's (its rows would be inserted twice)."""
+    a new snapshot of Debezium's, as it does a batch that holds two (rows would be inserted twice)."""
     from dataclasses import replace
 
     from pyspark.sql import functions as F
@@ -213,7 +213,7 @@ def part(
     )
     held = positions.merged(after or {}, found.positions)
     position = positions.encode_all(held) if held else None
-    if not keys and mirrored and found.snapshot_at is not None:
+    if not keys and found.snapshot_at is not None and (mirrored or found.snapshots > 1):
         raise ChangeFeedError(
             f"{found.where(found.snapshot_at)}: Debezium began a snapshot of table {table} again (Kafka "
             f"Connect lost its offsets, or crashed during the first snapshot), and {table} has no key, so "

@@ -131,6 +131,7 @@ def aggregates() -> list[Column]:
         F.min(F.when(debezium & F.col(UNAVAILABLE), at)).alias("toast_at"),
         F.min(F.when(F.col("value").isNull(), at)).alias("tombstone_at"),
         F.min(F.when(F.col(SNAPSHOT_START), at)).alias("snapshot_at"),
+        F.count(F.when(F.col(SNAPSHOT_START), 1)).alias("snapshots"),
         F.max(POSITION).alias("position"),
     ]
 
@@ -156,6 +157,7 @@ def gather(probed: DataFrame, *, first: Mapping[str, Column], count: Mapping[str
             union(F.flatten(F.collect_list("schemas"))).alias("schemas"),
             union(F.flatten(F.collect_list("key_fields"))).alias("key_fields"),
             F.sum("keyless").alias("keyless"),
+            F.sum("snapshots").alias("snapshots"),
             *[
                 F.min(n).alias(n)
                 for n in ("truncate_at", "change_at", "toast_at", "tombstone_at", "snapshot_at")
@@ -184,6 +186,7 @@ class TopicBatch:
     toast_at: tuple[int, int] | None
     tombstone_at: tuple[int, int] | None
     snapshot_at: tuple[int, int] | None = None  # the first event of a Debezium snapshot
+    snapshots: int = 0  # snapshots begun in the batch
     positions: Mapping[int, Position] = field(default_factory=dict)  # per partition, the highest
 
     @property
@@ -213,6 +216,7 @@ class TopicBatch:
             pos(row["toast_at"]),
             pos(row["tombstone_at"]),
             pos(row["snapshot_at"]),
+            int(row["snapshots"] or 0),
             {int(p["partition"]): found for p in row["positions"] if (found := of_row(p["position"]))},
         )
 
