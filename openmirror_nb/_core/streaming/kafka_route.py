@@ -7,7 +7,9 @@ topic's values are parsed as JSON of its table's schema: one that is not (or a n
 tombstone) would become a row of NULLs through a plain ``from_json``; here it stops the batch,
 named by topic, partition and offset, before any table publishes, as do the Debezium events a
 mirror cannot apply. Then the routed sink's checks and its exactly-once application per table run
-as for any routed stream (``route``)."""
+as for any routed stream (``route``). A Debezium table skips the events at or below the source
+position it holds (``positions``); one a schema change stopped has its messages kept, not applied,
+until it is reseeded (``held_tables``)."""
 
 from __future__ import annotations
 
