@@ -19,7 +19,7 @@ from tests.magics.test_commands import new_shell
 from tests.reliability.harness import mirrored_rows
 
 KIND = "csv_folder"
-BUILT_IN = ("snapshot", "delta_sync", "incremental", "append")
+BUILT_IN = ("snapshot", "delta_sync", "incremental", "append", "cdc")
 
 
 class CsvFolder(om.Source):

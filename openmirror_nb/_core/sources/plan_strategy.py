@@ -152,7 +152,7 @@ def strategy_names() -> tuple[str, ...]:
 
     Example:
         >>> om.strategy_names()
-        ('snapshot', 'delta_sync', 'incremental', 'append')
+        ('snapshot', 'delta_sync', 'incremental', 'append', 'cdc')
     """
     return STRATEGIES.names()
 
