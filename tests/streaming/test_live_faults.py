@@ -53,7 +53,8 @@ def test_pgbench_through_every_fault_then_every_table_equals_postgresql(spark, p
 def test_random_faults_soak(spark, pg, tmp_path, monkeypatch):
     seed = int(os.environ.get("OPENMIRROR_CDC_SEED") or time.time_ns() % 1_000_000_007)
     count = int(os.environ.get("OPENMIRROR_CDC_FAULTS", "12"))
-    faults = [random.Random(seed).choice(FAULTS) for _ in range(count)]
+    rng = random.Random(seed)
+    faults = [rng.choice(FAULTS) for _ in range(count)]
     print(f"OPENMIRROR_CDC_SEED={seed}: {faults}", flush=True)
     _chain(pg, tmp_path, monkeypatch, faults, seed=seed)
 
