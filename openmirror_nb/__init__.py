@@ -96,6 +96,12 @@ if TYPE_CHECKING:
     )
     from openmirror_nb._core.sources.pg_cdc import Cdc, CdcCheck, worker_settings
     from openmirror_nb._core.status import Reconciliation, ReplicatorStatus, StatusReport, TableStatus
+    from openmirror_nb._core.status.freshness_records import (
+        Freshness,
+        FreshnessFigure,
+        FreshnessPoint,
+        FreshnessStage,
+    )
     from openmirror_nb._core.streaming.kafka_source import EventHubs, Kafka
     from openmirror_nb._core.streaming.sink import BatchSink
     from openmirror_nb._core.streaming.stream import MirrorStream
@@ -127,6 +133,10 @@ __all__ = [
     "FeedOptions",
     "FileFormat",
     "Finished",
+    "Freshness",
+    "FreshnessFigure",
+    "FreshnessPoint",
+    "FreshnessStage",
     "InvalidNameError",
     "Jdbc",
     "Kafka",
@@ -227,6 +237,10 @@ _LAZY = {
     "TableStatus": "openmirror_nb._core.status",
     "ReplicatorStatus": "openmirror_nb._core.status",
     "Reconciliation": "openmirror_nb._core.status",
+    "Freshness": "openmirror_nb._core.status.freshness_records",
+    "FreshnessFigure": "openmirror_nb._core.status.freshness_records",
+    "FreshnessPoint": "openmirror_nb._core.status.freshness_records",
+    "FreshnessStage": "openmirror_nb._core.status.freshness_records",
     "KeyProfile": "openmirror_nb._core.keys",
     "profile_keys": "openmirror_nb._core.keys",
     "suggest_keys": "openmirror_nb._core.keys",

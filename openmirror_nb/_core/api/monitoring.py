@@ -16,6 +16,7 @@ from openmirror_nb._core.status.row_counts import Reconciliation
 
 if TYPE_CHECKING:
     from openmirror_nb._core.landing_zone.table_scan import TableScan
+    from openmirror_nb._core.status.freshness_records import Freshness
 
 
 class Monitoring(DatabaseBase):
@@ -88,6 +89,55 @@ class Monitoring(DatabaseBase):
         recon = found[0].reconciliation if found else None
         assert recon is not None  # status(table) has that table, or raised
         return recon
+
+    def freshness(self, table: str) -> Freshness:
+        """How fresh ``table`` is, and where the time goes: its age, the *published* and
+        *applied* figures (latest, p50, p95 over the files of the last 15 minutes, at least the
+        last 20), the time split into source → topic, topic → published (or source → published)
+        and published → applied, the recent files' figures and the goal it misses, if any.
+
+        The same as ``db.status(table)[table].freshness``, but never ``None``: a table with
+        nothing known has ``age`` ``None`` and empty figures.
+
+        Raises:
+            LandingZoneError: ``table`` does not exist (the message names the tables that do).
+
+        Example:
+            >>> f = db.freshness("public.orders")
+            >>> f.age, f.applied.p95, [(s.name, s.figure.p95) for s in f.stages]
+        """
+        from openmirror_nb._core.status.freshness_records import Freshness
+
+        found = self.status(table).tables
+        return (found[0].freshness if found else None) or Freshness(table=table)
+
+    def set_freshness_goal(self, table: str, *, seconds: float | None) -> None:
+        """Set how fresh ``table`` should be: ``db.status()`` warns, naming the slow stage, when
+        its age or the p95 of its figures exceeds ``seconds``; ``None`` clears the goal. The goal
+        is kept at the landing zone's root, so it outlives the table's reseeds. A plan's
+        ``freshness_goal`` sets the same goal when the plan runs.
+
+        Raises:
+            ConfigError: ``seconds`` is not a positive number.
+            LandingZoneError: ``table`` does not exist (the message names the tables that do).
+
+        Example:
+            >>> db.set_freshness_goal("public.orders", seconds=60)
+        """
+        from openmirror_nb._core.landing_zone.freshness_log import write_goal
+        from openmirror_nb._core.landing_zone.table_folder import TableFolder
+
+        if seconds is not None and (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, int | float)
+            or not 0 < seconds < float("inf")
+        ):
+            raise ConfigError(
+                f"seconds={seconds!r} is not a freshness goal: give a positive number of seconds, "
+                "e.g. seconds=60, or seconds=None to clear it."
+            )
+        self.status(table)  # refuses a table that does not exist, naming those that do
+        write_goal(self.storage, TableFolder.of(self.storage, table).lock_name, seconds)
 
     def _state_rows(self, table: str) -> int | None:
         from openmirror_nb._core.pipeline.keystate.stored import count_state_rows

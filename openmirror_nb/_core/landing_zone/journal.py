@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from openmirror_nb._core.landing_zone.names import data_file_name
 
@@ -22,6 +23,8 @@ class Journal:
         incarnation: The table incarnation the push belongs to (see ``TableFolder``); a journal of
             another incarnation is never rolled forward. ``None`` only in journals of older versions.
         metadata: The ``_metadata.json`` this push creates (its initial load), else ``None``.
+        freshness: When the push's changes happened at the source (a ``SourceTimes`` as JSON),
+            recorded with each published file once the state is committed; ``None`` if unknown.
     """
 
     push_id: str
@@ -36,6 +39,8 @@ class Journal:
     entries: tuple[JournalEntry, ...] = field(default_factory=tuple)
     obsolete: tuple[str, ...] = ()
     incarnation: str | None = None
+    # the push's SourceTimes (landing_zone.freshness_log), for its files' freshness summaries
+    freshness: dict[str, Any] | None = None
 
     def final(self, entry: JournalEntry) -> str:
         return f"{self.folder}/{data_file_name(entry.sequence, self.extension)}"

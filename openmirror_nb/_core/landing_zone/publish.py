@@ -16,6 +16,13 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from openmirror_nb._core.errors import LandingZoneError, PathExistsError, StorageError
+from openmirror_nb._core.landing_zone.freshness_log import (
+    Check,
+    FileFreshness,
+    SourceTimes,
+    record_check,
+    record_files,
+)
 from openmirror_nb._core.landing_zone.journal import Journal, JournalEntry
 from openmirror_nb._core.landing_zone.names import CLEANUP_FOLDERS, PARTNER_EVENTS_FILE, data_file_name
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
@@ -130,6 +137,7 @@ def roll_forward(
     if journal.file_detection == "LastUpdateTimeFileDetection" and journal.entries:
         _wait_for_next_second(storage, journal.folder)
     entries = list(journal.entries)
+    placed: dict[int, float] = {}  # entry index -> when it was published (as this run saw it)
     i = 0
     while i < len(entries):
         if not _place(storage, journal, entries[i], recovering=recovering):
@@ -139,6 +147,7 @@ def roll_forward(
             journal = replace(journal, entries=tuple(entries))
             storage.write_bytes(path, journal.to_bytes(), overwrite=True)
             continue
+        placed[i] = time.time()
         i += 1
         if on_file is not None:
             on_file(i, len(entries), journal.final(entries[i - 1]))
@@ -154,9 +163,30 @@ def roll_forward(
         state = json.dumps(doc, indent=2) + "\n"
     storage.write_bytes(home.state_path, state.encode("utf-8"), overwrite=True)
     crash_point("after_state_commit")
+    _record_freshness(home, journal, entries, placed, state)
     storage.delete(path)
     storage.delete(journal.staging)
     storage.delete(home.staging_root, recursive=False)  # empty now: every push stages under the lock
     for folder in journal.obsolete:  # key state the new state no longer refers to
         storage.delete(folder)
     return journal
+
+
+def _record_freshness(
+    home: TableFolder, journal: Journal, entries: list[JournalEntry], placed: dict[int, float], state: str
+) -> None:
+    """Each published file's summary (or, with none, the table current as of the source times);
+    after the state commit, so only what the table now holds is recorded. A roll-forward after a
+    crash records the files published before it as published now: an upper bound."""
+    source = SourceTimes.from_doc(journal.freshness)
+    if entries:
+        files = [
+            FileFreshness(
+                e.sequence, data_file_name(e.sequence, journal.extension), placed.get(n, time.time()), source
+            )
+            for n, e in enumerate(entries)
+        ]
+        record_files(home.storage, home.internal, files)
+    elif source is not None:
+        through = int(json.loads(state).get("last_sequence_number") or 0)
+        record_check(home.storage, home.internal, Check(through, time.time(), source))

@@ -7,7 +7,8 @@ place, contract §6). Read-only: no lock is taken, since the state file is repla
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from openmirror_nb._core.mirror.discovery import discover_folders
@@ -19,10 +20,12 @@ STATE_FILE = Path(".mirror") / "state.json"
 @dataclass(frozen=True)
 class Applied:
     """What the mirror applied of one folder: through ``last_sequence`` (sequential tables), or
-    the names in ``processed`` (``LastUpdateTimeFileDetection``)."""
+    the names in ``processed`` (``LastUpdateTimeFileDetection``); ``times``: when it applied each
+    of its newest files, by name (epoch seconds)."""
 
     last_sequence: int
     processed: frozenset[str]
+    times: Mapping[str, float] = field(default_factory=dict)
 
 
 def applied_by_folder(root: Path) -> dict[str, Applied]:
@@ -42,5 +45,6 @@ def applied_by_folder(root: Path) -> dict[str, Applied]:
     for folder in discover_folders(landing_zone):
         known = state.tables.get(folder.rel)
         if known is not None and known.is_same_folder(folder):
-            found[folder.rel] = Applied(known.last_sequence, frozenset(known.processed))
+            times = {str(name): float(at) for name, at in known.applied}
+            found[folder.rel] = Applied(known.last_sequence, frozenset(known.processed), times)
     return found

@@ -20,6 +20,7 @@ import json
 import os
 import uuid
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from openmirror_nb._core.landing_zone.names import CLEANUP_FOLDERS
 from openmirror_nb._core.mirror.discovery import DataFile, MirrorFolder, stat_file
 
 STATE_VERSION = 1
+KEEP_APPLIED = 250  # as many as the publisher's freshness log keeps (landing_zone.freshness_log)
 
 
 @dataclass
@@ -52,6 +54,8 @@ class MirroredTableState:
     processed_rows: int = 0
     processed_bytes: int = 0
     last_sync: str | None = None
+    # [file name, when applied (epoch s)] of the newest applied files: each file's freshness
+    applied: list[list[Any]] = field(default_factory=list)
 
     @classmethod
     def new(cls, folder: MirrorFolder) -> MirroredTableState:
@@ -107,6 +111,17 @@ class MirroredTableState:
         self.processed_rows += int(info.get("rows", 0))
         self.processed_bytes += int(info.get("bytes", 0))
         self.last_sync = info.get("time")
+        at = _epoch(self.last_sync)
+        if at is not None:
+            self.applied = [*self.applied, *([n, at] for n in names)][-KEEP_APPLIED:]
+
+
+def _epoch(text: str | None) -> float | None:
+    # the status files' form, 2026-01-02T03:04:05.1234560Z (3.11 reads the 7th digit, and drops it)
+    try:
+        return datetime.fromisoformat(text).timestamp() if text else None
+    except ValueError:
+        return None
 
 
 class MirrorState:

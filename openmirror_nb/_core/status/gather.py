@@ -33,6 +33,7 @@ from openmirror_nb._core.mirror.progress import Applied
 from openmirror_nb._core.model import TableRef
 from openmirror_nb._core.status import naming
 from openmirror_nb._core.status.failed_runs import with_failed_runs
+from openmirror_nb._core.status.freshness import with_freshness
 from openmirror_nb._core.status.mirror_view import MirrorView, mirror_key, read_mirror_view
 from openmirror_nb._core.status.records import NOT_LISTED, STOPPING, Health, TableStatus
 from openmirror_nb._core.status.report import StatusReport
@@ -105,6 +106,7 @@ def build_report(
     statuses = with_failed_runs(statuses, sources.landing_zone, table=table)
     statuses = with_stream_lags(statuses, sources.landing_zone)
     statuses = with_held(statuses, sources.landing_zone, table=table)
+    statuses = with_freshness(statuses, sources.landing_zone, applied=applied, now=moment)
     leftover = [loc for loc in locations if loc.folder in empty]
     foreign = naming.not_tables(sources.landing_zone, leftover) if table is None else []
     return StatusReport(

@@ -15,6 +15,8 @@ from typing import Literal, get_args
 from openmirror_nb._core.landing_zone.blockers import Blocker, BlockerKind
 from openmirror_nb._core.landing_zone.stream_lags import PartitionLag, lag_text
 from openmirror_nb._core.landing_zone.table_scan import DataFileInfo
+from openmirror_nb._core.status.freshness_html import freshness_html
+from openmirror_nb._core.status.freshness_records import Freshness
 from openmirror_nb._core.status.render import ago, badge, since
 from openmirror_nb._core.status.row_counts import Reconciliation
 
@@ -55,6 +57,12 @@ COLUMNS = (
     "stream_seconds",
     "stream_lag",
     "held_events",
+    "age_seconds",
+    "published_p50",
+    "published_p95",
+    "applied_p50",
+    "applied_p95",
+    "freshness_goal",
 )
 
 
@@ -98,6 +106,8 @@ class TableStatus:
             the latest and ``.lag``, the messages between, as last saved after a batch.
         held_events: Messages a Kafka mirror keeps for the table since a schema change stopped
             it (applied once the table is reseeded; the note says why and how).
+        freshness: How fresh the table is (``Freshness``: age, published and applied figures),
+            ``None`` when nothing is known of it.
     """
 
     table: str
@@ -130,6 +140,7 @@ class TableStatus:
     stream_seconds: float | None = None
     stream_lag: tuple[PartitionLag, ...] = ()
     held_events: int = 0
+    freshness: Freshness | None = None
 
     @property
     def blocked_by(self) -> str:
@@ -210,7 +221,19 @@ class TableStatus:
             "stream_seconds": self.stream_seconds,
             "stream_lag": sum(p.lag for p in self.stream_lag) if self.stream_lag else None,
             "held_events": self.held_events,
+            **_freshness_row(self.freshness),
         }
+
+
+def _freshness_row(f: Freshness | None) -> dict[str, float | None]:
+    return {
+        "age_seconds": f.age if f else None,
+        "published_p50": f.published.p50 if f else None,
+        "published_p95": f.published.p95 if f else None,
+        "applied_p50": f.applied.p50 if f else None,
+        "applied_p95": f.applied.p95 if f else None,
+        "freshness_goal": f.goal if f else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -278,5 +301,6 @@ def _detail_html(t: TableStatus, now: datetime) -> str:
     return (
         f"<div class='om-detail' data-table='{html.escape(t.table)}'>{badge(t.health)} "
         f"<b>{html.escape(t.table)}</b>"
-        f"<table>{cells}</table>{f'<ul>{problems}</ul>' if problems else ''}{pending}</div>"
+        f"<table>{cells}</table>{f'<ul>{problems}</ul>' if problems else ''}"
+        f"{freshness_html(t.freshness)}{pending}</div>"
     )

@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from openmirror_nb._core.landing_zone.freshness_log import SourceTimes
 from openmirror_nb._core.landing_zone.journal import Journal, JournalEntry
 from openmirror_nb._core.landing_zone.metadata import TableMetadata, metadata_bytes, partner_events_bytes
 from openmirror_nb._core.landing_zone.names import METADATA_FILE, parse_sequence
@@ -105,8 +106,16 @@ def decide(
         # the key state a new base replaces goes once the new state is committed
         obsolete=tuple(state.key_state) if state and staged.new_base else (),
         incarnation=ctx.incarnation,
+        freshness=times.to_doc() if (times := push_times(request, started=now - seconds)) else None,
     )
     return journal, sum(p.bytes for p in parts)
+
+
+def push_times(request: PushRequest, *, started: float) -> SourceTimes | None:
+    """When the push's changes happened at the source, for its files' freshness summaries: as
+    the request says, else, for a snapshot, its start (a DataFrame is read while it is pushed, so
+    nothing the source committed before then is missing); a change feed's are unknown."""
+    return request.source_times or (SourceTimes.read_at(started) if request.mode == "snapshot" else None)
 
 
 def published_rows(stats: stage.StagedStats, mode: PushMode, *, first: bool) -> dict[str, int]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from openmirror_nb._core.errors import ConfigError
 from openmirror_nb._core.feed_options import FeedOptions
 from openmirror_nb._core.identifiers import quoted
+from openmirror_nb._core.landing_zone.freshness_log import SourceTimes
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.model import (
     DEFAULT_ROWS_PER_FILE,
@@ -64,6 +65,9 @@ class PushRequest:
     append: bool = False  # insert-only rows to a table without keyColumns, marker-free
     # a Debezium stream: the source position this push brings the table to (streaming.positions)
     position: str | None = None
+    # when the pushed changes happened at the source (landing_zone.freshness_log); a snapshot
+    # push without them takes its own start as the read time
+    source_times: SourceTimes | None = None
 
     @classmethod
     def create(

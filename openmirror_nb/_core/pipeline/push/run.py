@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from openmirror_nb._core.errors import LandingZoneError, PushCancelledError, user_line
 from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.discovery import check_unique
+from openmirror_nb._core.landing_zone.freshness_log import Check, record_check
 from openmirror_nb._core.landing_zone.lifecycle import Settled, settle
 from openmirror_nb._core.landing_zone.metadata import TableMetadata
 from openmirror_nb._core.landing_zone.publish import crash_point, publish
@@ -33,7 +34,7 @@ from openmirror_nb._core.landing_zone.table_folder import TableFolder, new_incar
 from openmirror_nb._core.model import PushResult, RowMarker
 from openmirror_nb._core.pipeline.feeds.changes import to_marker
 from openmirror_nb._core.pipeline.push import checks_before, context, flows
-from openmirror_nb._core.pipeline.push.decision import StaleTable, decide, published_rows
+from openmirror_nb._core.pipeline.push.decision import StaleTable, decide, published_rows, push_times
 from openmirror_nb._core.pipeline.push.normalize import normalize
 from openmirror_nb._core.pipeline.push.progress import PushJobs, hold_interrupts, spark_stages
 from openmirror_nb._core.pipeline.push.request import PushRequest, compression_for, invalid_ops
@@ -183,7 +184,7 @@ def _attempt(push: _Push, state: PushState | None) -> PushResult:
             staged = _stage(dataclasses.replace(ctx, on_step=steps.on_step), push.df, shaped, request, state)
         crash_point("after_staging")
         if staged.nothing and not checks_before.moves_source(request, state):
-            return _unchanged(push)
+            return _unchanged(push, state)
         if staged.nothing:  # only a sync's new source version to commit: no key state with it
             home.storage.delete(ctx.state_dir)
         # From the journal on, the push must finish: an interrupt waits until it has.
@@ -251,9 +252,14 @@ def _prepare(
     return ctx, checked.shaped
 
 
-def _unchanged(push: _Push) -> PushResult:
-    """Nothing to publish: only the time of the check is written (what staged goes in ``_attempt``)."""
-    push.home.write_checked(time.time())
+def _unchanged(push: _Push, state: PushState | None) -> PushResult:
+    """Nothing to publish: only the time of the check is written, and that the table was current
+    as of the push's source times (what staged goes in ``_attempt``)."""
+    now = time.time()
+    push.home.write_checked(now)
+    source = push_times(push.request, started=now - (time.monotonic() - push.started))
+    if source is not None and state is not None:
+        record_check(push.home.storage, push.home.internal, Check(state.last_sequence_number, now, source))
     seconds = time.monotonic() - push.started
     return PushResult(
         table=push.name, mode=push.request.mode, sequence_numbers=(), rows={}, bytes=0, seconds=seconds

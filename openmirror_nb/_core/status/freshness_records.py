@@ -1,0 +1,118 @@
+"""How fresh a table is, as ``db.status()`` and ``db.freshness(table)`` give it (built in
+``status.freshness`` from the summaries of ``landing_zone.freshness_log``).
+
+Two figures per published file, in seconds: *published*, from the oldest change the file carries
+(its source time) to the file being published, and *applied*, to the mirror applying it. The
+*age* is now minus the newest source time the mirror has applied (a heartbeat's counts): it keeps
+growing while a stream stands still. ``None`` is unknown, never ``0``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# The stages a change goes through, in order; a change that came through no Kafka topic has one
+# stage before the landing zone (SOURCE_TO_PUBLISHED) instead of the first two.
+SOURCE_TO_TOPIC = "source → topic"
+TOPIC_TO_PUBLISHED = "topic → published"
+SOURCE_TO_PUBLISHED = "source → published"
+PUBLISHED_TO_APPLIED = "published → applied"
+
+
+@dataclass(frozen=True)
+class FreshnessFigure:
+    """One figure over the recent files (those of the last 15 minutes, at least the last 20):
+    the newest file's, the median and the 95th percentile, in seconds, and how many files."""
+
+    latest: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    files: int = 0
+
+
+@dataclass(frozen=True)
+class FreshnessStage:
+    """Where the time goes, one stage: its name (``SOURCE_TO_TOPIC`` ...) and its figure."""
+
+    name: str
+    figure: FreshnessFigure
+
+
+@dataclass(frozen=True)
+class FreshnessPoint:
+    """One recent file: its sequence number, when it was published (epoch seconds) and its two
+    figures (``None`` where unknown)."""
+
+    sequence: int
+    published_at: float
+    published: float | None
+    applied: float | None
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """How fresh one table is.
+
+    Attributes:
+        table: ``name`` or ``schema.name``.
+        age: Seconds from the newest source time the mirror has applied to now (``None``: no
+            file or heartbeat with a source time applied yet).
+        published: The *published* figure; ``applied``: the *applied* figure.
+        applied_bound: ``"exact"`` (the local mirror says when it applied each file) or
+            ``"upper"`` (Fabric: the service's ``lastSyncDateTime`` at the first status read that
+            showed the file processed, which is no earlier than the apply), ``None`` if unknown.
+        stages: The time split by stage, in order (``FreshnessStage``).
+        history: The recent files, oldest first (``FreshnessPoint``).
+        goal: The table's freshness goal in seconds (``db.set_freshness_goal``), if any.
+        missed: The goal's miss in words, naming the slow stage; empty when met or unknown.
+        source: What the source times are: ``commit`` (the source's commit time), ``read`` (a
+            snapshot's read time), ``topic`` (only Kafka's message time), or ``""`` (none known).
+        skew: The source's clock minus this machine's, in seconds, as last measured (source times
+            are corrected by it), ``skew_error`` its ± bound; ``None``: unknown (not corrected).
+    """
+
+    table: str
+    age: float | None = None
+    published: FreshnessFigure = FreshnessFigure()
+    applied: FreshnessFigure = FreshnessFigure()
+    applied_bound: Literal["exact", "upper"] | None = None
+    stages: tuple[FreshnessStage, ...] = ()
+    history: tuple[FreshnessPoint, ...] = ()
+    goal: float | None = None
+    missed: str = ""
+    source: str = ""
+    skew: float | None = None
+    skew_error: float | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether anything about the table's freshness is known."""
+        return self.age is not None or self.published.files > 0 or self.applied.files > 0
+
+    @property
+    def text(self) -> str:
+        """One line: the age, then the p95 of the applied figure (or the published one)."""
+        if not self.known:
+            return "unknown"
+        parts = [f"age {seconds_text(self.age)}"]
+        figure, word = (self.applied, "applied") if self.applied.files else (self.published, "published")
+        if figure.files:
+            bound = " ≤" if word == "applied" and self.applied_bound == "upper" else ""
+            parts.append(f"{word} p95{bound} {seconds_text(figure.p95)}")
+        return " · ".join(parts)
+
+
+def seconds_text(value: float | None) -> str:
+    """A duration in words for a cell: ``-`` when unknown."""
+    if value is None:
+        return "-"
+    if value < 10:
+        return f"{value:.1f} s"
+    if value < 120:
+        return f"{value:.0f} s"
+    if value < 7200:
+        return f"{value / 60:.0f} min"
+    if value < 2 * 86400:
+        return f"{value / 3600:.1f} h"
+    return f"{value / 86400:.0f} d"
