@@ -88,7 +88,7 @@ class Freshness:
     @property
     def known(self) -> bool:
         """Whether anything about the table's freshness is known."""
-        return self.age is not None or self.published.files > 0 or self.applied.files > 0
+        return self.age is not None or self.published.files > 0 or bool(self.stages)
 
     @property
     def text(self) -> str:
