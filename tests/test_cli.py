@@ -7,6 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from openmirror_nb._core.cli import main
+from tests.test_cli_freshness import check_freshness_printed
 
 
 @pytest.mark.spark
@@ -34,6 +35,7 @@ def test_cli_push_initial_and_changes(spark, tmp_path, capsys):
     assert "file 2; insert 1, delete 1" in capsys.readouterr().out
     meta = json.loads((db / "Files/LandingZone/sales.schema/orders/_metadata.json").read_text())
     assert meta["keyColumns"] == ["id"]
+    check_freshness_printed(db, capsys)  # tests/test_cli_freshness.py: on this push, no other
 
 
 @pytest.mark.spark
@@ -88,7 +90,7 @@ def test_cli_status_of_a_healthy_database_exits_0(tmp_path, capsys, monkeypatch)
     assert main(["status", "--db", str(root)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"Mirrored database {root} (replicator Stopped")  # run_once has ended
-    assert "  ok       sales.orders  Replicating  1 processed, 2 rows" in out
+    assert "  ok       sales.orders  Replicating  age unknown  1 processed, 2 rows" in out  # no source time
     monkeypatch.chdir(tmp_path)  # no PATH: ./openmirror-db
     assert main(["status"]) == 0 and "sales.orders" in capsys.readouterr().out
 

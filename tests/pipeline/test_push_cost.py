@@ -116,16 +116,20 @@ def test_an_unchanged_snapshot_writes_only_when_it_looked(spark, db, lz):
     assert result.sequence_numbers == () and result.rows == {} and result.files == ()
     assert "nothing changed" in repr(result)
     after = files_under(folder)
-    # no data file, no key-state delta, no state rewrite: one small record of the check
-    assert {k: v for k, v in after.items() if k != "_openmirror/checked.json"} == before
+    # no data file, no key-state delta, no state rewrite: small records of the check (when, and
+    # that the table was current as of its read, for its freshness)
+    looked = ("_openmirror/checked.json", "_openmirror/freshness.json")
+    assert {k: v for k, v in after.items() if k not in looked} == before
     checked = json.loads(after["_openmirror/checked.json"])["checked"]
     assert checked >= state_before["last_push"]
+    checks = json.loads(after["_openmirror/freshness.json"])["checks"]
+    assert [c["through"] for c in checks] == [state_before["last_sequence_number"]]
     # and it stopped after the join that found nothing: no job writes data files
     assert "writing the data files" not in steps.jobs_by_step()
     # checked again: the record moves, nothing else does
     db.push(orders(spark, v="b"), table="t", keys=["id"], progress=False)
     again = files_under(folder)
-    assert {k: v for k, v in again.items() if k != "_openmirror/checked.json"} == before
+    assert {k: v for k, v in again.items() if k not in looked} == before
     assert json.loads(again["_openmirror/checked.json"])["checked"] >= checked
 
 

@@ -2,9 +2,11 @@
 user's clicks go through the widget comms to the kernel and back.
 
 The gallery builds a local database with an ok, a pending, a blocked (gap) and a failed
-(zero-byte file) table. The test then changes that database from outside, as another process
-would, and watches the pane follow: Refresh, auto-refresh, the local mirror's switch (the
-pending table turns green after a pass) and a table made to fail while the mirror runs.
+(zero-byte file) table, and one that misses a freshness goal (warning); a table pushed by Spark
+and mirrored shows its measured freshness in the grid's ``fresh`` column. The test then changes
+that database from outside, as another process would, and watches the pane follow: Refresh,
+auto-refresh, the local mirror's switch (the pending table turns green after a pass, its
+freshness gains a history) and a table made to fail while the mirror runs.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from pathlib import Path
 
 from playwright.sync_api import expect
 
-from tests.ui.lab import copy_notebook, open_notebook, run_all_cells, screenshot, widget
+from tests.ui.lab import VIEWPORT, copy_notebook, open_notebook, run_all_cells, screenshot, widget
 
 WAIT = 90_000  # ms: a guard for what happens after a click (a mirror pass, a refresh)
+FIGURES = re.compile(r"^age [\d.]+ (s|min) · p95 [\d.]+ (s|min)")  # a measured fresh cell
 
 
 def row(panel, table: str):
@@ -24,6 +27,9 @@ def row(panel, table: str):
 
 
 def test_monitor_pane_in_the_browser(lab, page):
+    # a tall window: the pane with a table's detail (its files and freshness) is taller than the
+    # harness's 1000 px, and a screenshot of it shows only what Lab's notebook scrolls into view
+    page.set_viewport_size({**VIEWPORT, "height": 1500})
     path = copy_notebook(lab, "widgets/monitor.ipynb")
     open_notebook(page, lab, path)
     run_all_cells(page, timeout=300_000)
@@ -32,6 +38,7 @@ def test_monitor_pane_in_the_browser(lab, page):
     # the grid: every table with the badge of its state, the fix under a problem, a sparkline each
     for table, health in [
         ("sales.healthy", "ok"),
+        ("sales.late", "warning"),
         ("sales.pending", "pending"),
         ("sales.blocked", "blocked"),
         ("sales.failed", "failed"),
@@ -43,7 +50,14 @@ def test_monitor_pane_in_the_browser(lab, page):
     expect(panel.locator("tr.om-advice[data-table='sales.blocked']")).to_contain_text(
         "file 00000000000000000002.parquet is missing: file 3 waits for it; publish 2 or reseed the table."
     )
-    expect(panel.locator("svg.om-spark")).to_have_count(4)
+    expect(panel.locator("svg.om-spark")).to_have_count(5)
+    # freshness, measured from the push's read time: a real age and p95, and a missed goal in red
+    expect(panel.locator(".om-grid th", has_text=re.compile(r"^fresh$"))).to_be_visible()
+    expect(row(panel, "sales.healthy").locator("td.om-fresh")).to_have_text(FIGURES)
+    expect(row(panel, "sales.late").locator("td.om-fresh")).to_have_css("color", "rgb(198, 40, 40)")
+    expect(panel.locator("tr.om-advice[data-table='sales.late']")).to_contain_text(
+        "freshness goal 1.0 s missed"
+    )
     # the detail view opens on the worst table: the failed one, with its file and reason
     detail = panel.locator(".om-detail")
     expect(detail).to_have_attribute("data-table", "sales.failed")
@@ -76,6 +90,8 @@ def test_monitor_pane_in_the_browser(lab, page):
     expect(
         row(panel, "sales.failed").locator(".om-badge-failed")
     ).to_be_visible()  # only a publisher fixes it
+    # both of its files applied now: its freshness has a history of two, drawn as blocks
+    expect(row(panel, "sales.pending").locator(".om-fresh-history")).to_have_text(re.compile(r"^[▁-█]{2}$"))
     screenshot(page, "monitor_after_mirror_pass", target=panel)
 
     # a table made to fail while the mirror runs: an empty file where its next file goes
@@ -93,6 +109,13 @@ def test_monitor_pane_in_the_browser(lab, page):
     expect(detail).to_have_attribute("data-table", "sales.pending")
     expect(detail).to_contain_text("No pending files.")
     screenshot(page, "monitor_failed_live", target=panel)
+    # where the time goes, for the table picked: the split by stage, each with latest, p50, p95
+    split = detail.locator(".om-freshness")
+    expect(split).to_contain_text("Freshness: where the time goes")
+    expect(split.locator("tr.om-stage")).to_have_count(2)  # source → published, published → applied
+    expect(split.locator("tr.om-stage").last).to_contain_text(re.compile(r"published → applied\s*[\d.]+ s"))
+    expect(split).to_contain_text("exact: when the local mirror applied each file")
+    screenshot(page, "monitor_freshness_detail", target=detail)
 
     # a hundred tables: the worst on top, the grid scrolls in a box under a header that stays
     fleet = widget(page, "openmirror-monitor").nth(2)

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
 from datetime import datetime
+from typing import Literal
 
+from openmirror_nb._core.errors import InvalidNameError
 from openmirror_nb._core.landing_zone.freshness_log import (
     AppliedMark,
     FileFreshness,
@@ -73,7 +74,11 @@ def with_freshness(
         if not status.folder:
             out.append(status)
             continue
-        home = TableFolder(landing_zone, TableRef.parse(status.table))
+        try:
+            home = TableFolder(landing_zone, TableRef.parse(status.table))
+        except InvalidNameError:  # a folder another tool named against the rule: none of ours
+            out.append(status)
+            continue
         found = table_freshness(
             status, home, applied=applied.get(status.folder), goal=goals.get(home.lock_name),
             batches=marks.get(status.table.casefold(), []), now=now.timestamp(),

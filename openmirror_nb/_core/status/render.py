@@ -64,3 +64,18 @@ def sparkline_svg(values: Sequence[int], *, width: int = 90, height: int = 18) -
         " style='vertical-align:middle'>"
         f"<polyline fill='none' stroke='#1565c0' stroke-width='1.5' points='{points}'/></svg>"
     )
+
+
+# Eighth blocks, lowest to highest: a history that reads in any font, and as text too (a title).
+BLOCKS = "▁▂▃▄▅▆▇█"
+
+
+def blocks(values: Sequence[float | None]) -> str:
+    """``values`` as a line of unicode blocks scaled to the largest (``"▁▃█"``); an unknown value
+    is a middle dot, never the lowest block (which reads as 0). Empty for no values."""
+    known = [v for v in values if v is not None]
+    top = max(known, default=0.0)
+    if top <= 0:
+        return "".join("·" if v is None else BLOCKS[0] for v in values)
+    last = len(BLOCKS) - 1
+    return "".join("·" if v is None else BLOCKS[round(max(v, 0.0) / top * last)] for v in values)

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.landing_zone.stream_lags import lag_text
+from openmirror_nb._core.status.freshness_html import fresh_cell, fresh_text
 from openmirror_nb._core.status.records import COLUMNS, HEALTH_ORDER, Health, ReplicatorStatus, TableStatus
 from openmirror_nb._core.status.render import BADGE_COLOURS, ago, badge, since, sparkline_svg
 
@@ -124,18 +125,26 @@ def _detail(t: TableStatus, now: datetime) -> str:
 
 
 def as_text(report: StatusReport) -> str:
-    """The report as ``git status`` would put it: one line per table, the fix under a problem."""
+    """The report as ``git status`` would put it: one line per table (its badge, name, status,
+    freshness and what it does), the fix under a problem."""
     now = report.taken_at
     lines = [f"Mirrored database {report.target} ({report.replicator.summary})", summary_line(report), ""]
     width = max((len(t.table) for t in report.tables), default=5)
+    fresh = {t.table: fresh_text(t.freshness) for t in report.tables}
+    fresh_width = max((len(v) for v in fresh.values()), default=0)
+    indent = " " * (width + 25 + fresh_width + 2)  # under the last column, where the detail starts
     for t in report.tables:
-        lines.append(f"  {t.health:<8} {t.table:<{width}}  {t.status:<12} {_detail(t, now)}")
+        cells = f"  {t.health:<8} {t.table:<{width}}  {t.status:<12} {fresh[t.table]:<{fresh_width}}"
+        lines.append(f"{cells}  {_detail(t, now)}")
         if t.health in ("failed", "blocked", "warning"):
-            lines += [f"{'':<{width + 25}}-> {line}" for line in t.advice[1:4]]
+            lines += [f"{indent}-> {line}" for line in t.advice[1:4]]
+        # a missed goal is said in full (the column only marks it with "!"), unless the advice has it
+        if t.freshness is not None and t.freshness.missed and t.freshness.missed not in t.advice[:4]:
+            lines.append(f"{indent}fresh: {t.freshness.missed}")
         if t.reconciliation is not None:
-            lines.append(f"{'':<{width + 25}}rows: {t.reconciliation.message}")
+            lines.append(f"{indent}rows: {t.reconciliation.message}")
         if t.stream_lag:
-            lines.append(f"{'':<{width + 25}}kafka: {lag_text(t.stream_lag)}")
+            lines.append(f"{indent}kafka: {lag_text(t.stream_lag)}")
     if report.foreign:
         lines += ["", "Not tables:", *(f"  {item}" for item in report.foreign)]
     if report.notes:
@@ -144,12 +153,13 @@ def as_text(report: StatusReport) -> str:
 
 
 def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = None) -> str:
-    """The ``<tr>`` rows of the status grid: one per table, plus a row with what to do for a
-    table that is failed, blocked or needs attention. ``trend`` adds a last cell per table (the
+    """The ``<tr>`` rows of the status grid: one per table (its ``fresh`` cell red or amber when
+    the table misses its freshness goal), plus a row with what to do for a table that is failed,
+    blocked or needs attention. ``trend`` adds a last cell per table (the
     pane's sparklines)."""
     out = []
     now = report.taken_at
-    span = 9 if trend is None else 10
+    span = len(GRID_COLUMNS) - 1 + (trend is not None)  # every column but the badge's
     for t in report.tables:
         name = html.escape(t.table)
         last = "" if trend is None else f"<td>{trend.get(t.table, '')}</td>"
@@ -159,7 +169,7 @@ def table_rows_html(report: StatusReport, *, trend: Mapping[str, str] | None = N
             f"<td style='text-align:right'>{t.processed_files:,}</td>"
             f"<td>{html.escape(t.failed_file or '')}</td><td style='text-align:right'>{t.rows_text}</td>"
             f"<td>{since(t.last_sync, now)}</td><td>{since(t.last_checked, now)}</td>"
-            f"<td style='text-align:right'>{ago(t.lag_seconds)}</td>"
+            f"<td style='text-align:right'>{ago(t.lag_seconds)}</td>{fresh_cell(t.freshness)}"
             f"{last}</tr>"
         )
         if t.health in ("failed", "blocked", "warning"):
@@ -183,6 +193,7 @@ GRID_COLUMNS = (
     ("last sync", True),
     ("last checked", True),
     ("lag", False),
+    ("fresh", True),  # the age and the p95 of the recent files, with their history (freshness_html)
 )
 # A header cell that stays on top while its table scrolls in a box: opaque, in Lab's own colour.
 STICKY = "position:sticky;top:0;z-index:1;background:var(--jp-layout-color1,white)"

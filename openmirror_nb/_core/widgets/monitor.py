@@ -2,9 +2,10 @@
 
 One ``VBox`` of Fabric-supported widgets only (no ``Output``): a header, a toolbar (Refresh,
 auto-refresh and its interval, the local mirror's switch), a filter bar, the status grid (worst
-tables first, in a scrolling box: ``status_grid``) with a sparkline of pending files per table, a
-detail view of one table, and an ``HTML`` status line. All it shows is laid out from
-``db.status()``; it computes nothing itself.
+tables first, in a scrolling box: ``status_grid``) with each table's freshness (its age, p95 and
+recent files as blocks) and a sparkline of pending files, a detail view of one table (its files,
+and where its freshness time goes, stage by stage), and an ``HTML`` status line. All it shows is
+laid out from ``db.status()`` (``TableStatus.freshness`` included); it computes nothing itself.
 
 Threads: auto-refresh runs on one daemon thread, the local mirror on its own; both only assign
 widget values (never print, per the ipywidgets docs) and both end when the pane is closed, or
