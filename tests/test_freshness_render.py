@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from openmirror_nb._core.status import ReplicatorStatus, StatusReport, TableStatus
-from openmirror_nb._core.status.freshness_html import fresh_cell, fresh_text, freshness_html, split_text
+from openmirror_nb._core.status.freshness_html import fresh_cell, fresh_text, freshness_html
 from openmirror_nb._core.status.freshness_records import (
     PUBLISHED_TO_APPLIED,
     SOURCE_TO_TOPIC,
@@ -19,6 +19,7 @@ from openmirror_nb._core.status.freshness_records import (
     FreshnessFigure,
     FreshnessPoint,
     FreshnessStage,
+    split_text,
 )
 from openmirror_nb._core.status.render import blocks
 

@@ -151,14 +151,14 @@ def _drop(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     """``db.status(table, reconcile=...)``, with the table's freshness split by stage when one
     table is asked for; exit 1 when a table is failed or blocked."""
-    from openmirror_nb import connect
-    from openmirror_nb._core.status.freshness_html import split_text
+    from openmirror_nb import Freshness, connect
 
     # a mistyped path in a scheduled job must not read as a new, healthy database
     report = connect(args.db, create=False).status(args.table, reconcile=args.reconcile)
     print(json.dumps(report.to_dict(), indent=2) if args.json else str(report))
     if args.table and not args.json and len(report.tables) == 1:
-        print(f"\n{split_text(report.tables[0].freshness)}")  # where the time goes
+        found = report.tables[0]
+        print(f"\n{found.freshness or Freshness(table=found.table)}")  # where the time goes
     return 1 if report.needs_attention else 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import _thread
 import dataclasses
+import json
 import threading
 
 import pytest
@@ -87,15 +88,23 @@ def test_a_rerun_publishes_only_what_changed(shop, db, spark):
     plan = _declared(db.plan_sources(shop, target_schema="shop"))
     db.run_plan(plan, parallel=3)
     data = {name: tree_hash(_lz(db) / "shop.schema" / name) for name in ROWS}
+    logs = {
+        name: json.loads((_lz(db) / "shop.schema" / name / "_openmirror" / "freshness.json").read_text())
+        for name in ROWS
+    }
 
     again = db.run_plan(plan, parallel=3)
     assert [t.status for t in again.tables] == ["unchanged"] * 3
     assert all(t.push and t.push.sequence_numbers == () for t in again.tables)
-    for name in ROWS:  # only the last-checked record was written
+    for name in ROWS:  # only the last-checked record and the freshness check were written
         folder = _lz(db) / "shop.schema" / name
         checked = folder / "_openmirror" / "checked.json"
         assert checked.is_file()
         checked.unlink()
+        log = folder / "_openmirror" / "freshness.json"
+        found = json.loads(log.read_text())
+        assert found["files"] == logs[name]["files"] and len(found["checks"]) == 1
+        log.write_text(json.dumps(logs[name], separators=(",", ":")))
         assert tree_hash(folder) == data[name]
 
     changed = [(1, "a"), (2, "B"), (4, "d")]  # 2 updated, 3 deleted, 4 inserted

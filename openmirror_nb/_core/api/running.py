@@ -47,6 +47,11 @@ class Running(DatabaseBase):
         PostgreSQL's statistics: ``Source.version``) is not read at all, and is ``unchanged`` with
         the reason.
 
+        Freshness: each push carries when its table's read began (a ``delta_sync`` push, its
+        versions' commit times), for ``db.status``. The ``freshness_goal`` of each enabled table
+        that has one is stored as the run starts (as ``db.set_freshness_goal`` does); a table
+        whose plan entry has none keeps the goal ``db.set_freshness_goal`` gave it.
+
         Args:
             plan: From ``db.plan_sources`` or ``om.load_plan``.
             parallel: Tables pushed at a time (each on a thread, its Spark jobs in a group of its own).

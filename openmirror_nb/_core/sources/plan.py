@@ -6,6 +6,7 @@ mirrored, what stands in the way and what to know before it runs (``PlannedTable
 from __future__ import annotations
 
 import html
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -63,9 +64,13 @@ class PlannedTable:
             source type no Spark type holds whole (PostgreSQL's ``numeric`` without precision):
             a run converts each value exactly or refuses it (``column_types``). Kept when planning
             again with ``like=``.
+        freshness_goal: How fresh the mirrored table should be, in seconds (``db.status`` warns
+            when its age or p95 exceeds it); ``None``: the plan sets none, and a goal set with
+            ``db.set_freshness_goal`` stays. A run stores it. Kept when planning again with ``like=``.
 
     Raises:
-        ConfigError: ``feed`` is not a ``FeedOptions``.
+        ConfigError: ``feed`` is not a ``FeedOptions``; ``freshness_goal`` is not a number of
+            seconds above 0.
     """
 
     source: str
@@ -81,8 +86,14 @@ class PlannedTable:
     feed: FeedOptions | None = None
     notes: tuple[str, ...] = ()
     types: Mapping[str, str] = field(default_factory=dict, hash=False)
+    freshness_goal: float | None = None
 
     def __post_init__(self) -> None:
+        if self.freshness_goal is not None and not good_goal(self.freshness_goal):
+            raise ConfigError(
+                f"freshness_goal {self.freshness_goal!r} is not a number of seconds above 0; write e.g. "
+                "freshness_goal=300, or None for no goal."
+            )
         if self.feed is None:
             return
         if not isinstance(self.feed, FeedOptions):
@@ -90,6 +101,11 @@ class PlannedTable:
 
 
 FIELDS = tuple(f.name for f in fields(PlannedTable))
+
+
+def good_goal(value: object) -> bool:
+    """Whether ``value`` is a freshness goal: a finite number of seconds above 0 (not a bool)."""
+    return type(value) in (int, float) and math.isfinite(value) and value > 0  # type: ignore[arg-type,operator]
 
 
 @dataclass
@@ -189,6 +205,8 @@ class SourcePlan:
             lines += [f"      ! {p}" for p in planned.problems]
             lines += [f"      note: {n}" for n in planned.notes]
             lines += [f"      type: {c} {t}" for c, t in planned.types.items()]
+            if planned.freshness_goal is not None:
+                lines.append(f"      freshness goal: {planned.freshness_goal:g} s")
         if len(self.tables) > _SHOWN:
             lines.append(f"  ... and {len(self.tables) - _SHOWN:,} more (plan.to_pandas() has them all)")
         return "\n".join(lines)
@@ -232,17 +250,19 @@ def _items(planned: PlannedTable) -> list[tuple[str, object]]:
 
 def _entry(planned: PlannedTable, flow: type[list[str]]) -> dict[str, object]:
     """A table as its plan file holds it: lists as YAML lists, keys on one line (``flow``); notes,
-    types and a feed (by the options it sets) only when the table has them (files without stay
-    as before)."""
+    types, a freshness goal and a feed (by the options it sets) only when the table has them
+    (files without stay as before)."""
     entry: dict[str, object] = {
         n: flow(planned.keys) if n == "keys" else list(v) if isinstance(v, tuple) else v
         for n, v in _items(planned)
-        if n not in ("feed", "notes", "types")
+        if n not in ("feed", "notes", "types", "freshness_goal")
     }
     if planned.notes:
         entry["notes"] = list(planned.notes)
     if planned.types:
         entry["types"] = dict(planned.types)
+    if planned.freshness_goal is not None:
+        entry["freshness_goal"] = planned.freshness_goal
     if planned.feed is not None:
         entry["feed"] = {n: flow(v) if n == "order_by" else v for n, v in changed(planned.feed).items()}
     return entry

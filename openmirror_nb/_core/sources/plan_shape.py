@@ -9,7 +9,7 @@ from typing import Any, NoReturn, TypeVar
 from openmirror_nb._core.column_types import parse_type
 from openmirror_nb._core.errors import ConfigError, InvalidNameError, did_you_mean
 from openmirror_nb._core.feed_options import FEED_FIELDS, FeedOptions
-from openmirror_nb._core.sources.plan import FIELDS, KEY_ORIGINS, PlannedTable
+from openmirror_nb._core.sources.plan import FIELDS, KEY_ORIGINS, PlannedTable, good_goal
 from openmirror_nb._core.sources.plan_strategy import (
     DEFAULT,
     PlanStrategy,
@@ -119,8 +119,11 @@ class Shape:
         enabled = self.flag(entry.get("enabled", True), f"{what}: enabled")
         feed = self.feed(entry.get("feed"), what)
         types = self.types(entry.get("types", {}), what)
+        goal = self.goal(entry.get("freshness_goal"), what)
         row = (source, table, keys, origin, strategy, watermark, deletes, enabled, rows, problems, feed)
-        planned: PlannedTable = self.checked(what, lambda: PlannedTable(*row, notes=notes, types=types))
+        planned: PlannedTable = self.checked(
+            what, lambda: PlannedTable(*row, notes=notes, types=types, freshness_goal=goal)
+        )
         unread = feed_problem(planned)
         if unread:
             self.fail(f"{what}: {unread}")
@@ -146,6 +149,16 @@ class Shape:
             except ConfigError as exc:
                 self.fail(f"{what}: {str(exc).rstrip('.')}")
         return {str(c): str(t).strip().lower() for c, t in entry.items()}
+
+    def goal(self, value: Any, what: str) -> float | None:
+        """A table's ``freshness_goal``: seconds above 0, or none (left out, or null)."""
+        if value is not None and not good_goal(value):
+            self.fail(
+                f"{what}: freshness_goal {value!r} is not a number of seconds above 0; write e.g. "
+                "freshness_goal: 300, or leave it out for no goal"
+            )
+        goal: float | None = value  # as written (300 stays 300): the plan saves again byte for byte
+        return goal
 
     def strategy(self, value: Any, what: str) -> None:
         names = strategy_names()

@@ -11,8 +11,9 @@ HEADER = """\
 # Per table, edit: table (the mirrored name), keys (write key_origin: declared with keys you
 # choose), strategy (snapshot | delta_sync | incremental | append), watermark (the column
 # incremental and append read past), detect_deletes, enabled, types (column: decimal(p,s) or
-# string, for a column no Spark type holds whole). Problems say what to fix; notes say what
-# the planner assumed and what to do about it (planning again writes both anew).
+# string, for a column no Spark type holds whole), freshness_goal (seconds; db.status warns
+# past it). Problems say what to fix; notes say what the planner assumed and what to do about
+# it (planning again writes both anew).
 # No password is saved: the source names where it is (password_env or password_secret).
 """
 UNSAVED = """\

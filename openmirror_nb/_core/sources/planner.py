@@ -135,6 +135,7 @@ def _plan_table(
         problems=(),
         feed=before.feed if before else None,
         types=dict(before.types) if before else {},
+        freshness_goal=before.freshness_goal if before else None,
     )
     if table.unreadable or table.schema is None:
         return replace(planned, problems=(table.unreadable or "its columns are unknown",))

@@ -19,6 +19,7 @@ from dataclasses import replace
 from openmirror_nb._core.errors import PushCancelledError
 from openmirror_nb._core.progress import always, check_parallel
 from openmirror_nb._core.sources.plan import PlannedTable, SourcePlan
+from openmirror_nb._core.sources.plan_goals import store_goals
 from openmirror_nb._core.sources.run_result import PlanRun, PlanTableRun
 from openmirror_nb._core.sources.run_table import run_table
 from openmirror_nb._core.sources.runner import Runner
@@ -29,6 +30,8 @@ POLL_SECONDS = 0.2  # how often the waiting thread wakes, so an interrupt reache
 def run_plan(runner: Runner, plan: SourcePlan, *, parallel: int) -> PlanRun:
     """Run every table of ``plan`` (see ``Running.run_plan``)."""
     check_parallel(parallel)
+    if not runner.dry_run:  # before the tables run, so db.status judges them by the plan's goals
+        store_goals(runner.storage, plan.tables)
     started = time.monotonic()
     tag = f"openmirror-plan-{uuid.uuid4().hex[:12]}"
     runner = replace(runner, progress=always(runner.progress))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from openmirror_nb._core.errors import ConfigError, KeyColumnsError, OpenMirrorError, user_line
@@ -44,6 +45,12 @@ def run_table(runner: Runner, planned: PlannedTable) -> PlanTableRun:
         same = unchanged(runner, planned, asked)
         if same:
             return _done(planned, started, "unchanged", same)
+        # The read begins now: a Delta or catalog table's version is fixed as read_source makes the
+        # frame, a JDBC query runs later, during the push. Every change the source committed
+        # before this moment is in the rows pushed either way (for JDBC a bound from below, by
+        # the time the checks before the push take), so it is the table's read time
+        # (PushRequest.source_times; a delta_sync push carries its commit times instead).
+        runner = replace(runner, read_at=time.time())
         frame = read_source(runner.source, planned)
         check_keys(runner.storage, planned)
         if runner.dry_run:

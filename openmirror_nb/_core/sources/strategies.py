@@ -163,6 +163,7 @@ def _request(
             "rows_per_file": DEFAULT_ROWS_PER_FILE,
             "lock_timeout": runner.lock_timeout,
             "partner": runner.partner,
+            "source_times": runner.source_times,
             **fields,
         },
     )

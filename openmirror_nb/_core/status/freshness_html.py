@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import html
 
-from openmirror_nb._core.status.freshness_records import Freshness, FreshnessFigure, seconds_text
+from openmirror_nb._core.status.freshness_records import (
+    Freshness,
+    FreshnessFigure,
+    facts,
+    seconds_text,
+    split_rows,
+)
 from openmirror_nb._core.status.render import BADGE_COLOURS, blocks
 
 RED, AMBER, GREY = BADGE_COLOURS["failed"], BADGE_COLOURS["warning"], BADGE_COLOURS["unknown"]
@@ -18,17 +24,6 @@ BLUE = BADGE_COLOURS["pending"]  # the history's, as the pending files' sparklin
 STAGE_COLOURS = ("#1565c0", "#00838f", "#2e7d32", "#6a1b9a")
 # The recent files drawn: a streamed table publishes a file a batch, hundreds in the window.
 CELL_FILES, DETAIL_FILES = 20, 60
-BOUND_WORDS = {
-    "exact": "exact: when the local mirror applied each file",
-    "upper": (
-        "upper bound: the service's lastSyncDateTime at the first status read that showed the file processed"
-    ),
-}
-SOURCE_WORDS = {
-    "commit": "the source's commit times",
-    "read": "the snapshot's read time",
-    "topic": "Kafka's message times (the source gave no commit time)",
-}
 
 
 def headline(f: Freshness | None) -> tuple[str, str]:
@@ -92,51 +87,6 @@ def fresh_cell(f: Freshness | None) -> str:
     )
 
 
-def _facts(f: Freshness) -> list[tuple[str, str]]:
-    """The detail's facts in words: the age, the goal, the applied figure's bound, the source
-    times and the clock skew."""
-    if f.goal is None:
-        goal = "none set (db.set_freshness_goal)"
-    else:
-        goal = f"{seconds_text(f.goal)}, " + (f"missed: {f.missed}" if f.missed else "met")
-    if f.skew is None:
-        skew = "unknown (source times not corrected)"
-    else:
-        error = f" ± {f.skew_error:.2f} s" if f.skew_error is not None else ""
-        skew = f"{f.skew:+.2f} s{error} (the source's clock minus this machine's; corrected)"
-    return [
-        ("age", seconds_text(f.age) if f.age is not None else "unknown"),
-        ("goal", goal),
-        ("applied figure", BOUND_WORDS.get(f.applied_bound or "", "unknown")),
-        ("source times", SOURCE_WORDS.get(f.source, "unknown")),
-        ("clock skew", skew),
-    ]
-
-
-def _split(f: Freshness) -> list[tuple[str, FreshnessFigure, str]]:
-    """The rows of the split: each stage, then the two figures end to end (with their class)."""
-    bound = ", an upper bound" if f.applied_bound == "upper" else ""
-    return [
-        *((s.name, s.figure, "om-stage") for s in f.stages),
-        ("published (source → published)", f.published, "om-total"),
-        (f"applied (source → applied{bound})", f.applied, "om-total"),
-    ]
-
-
-def split_text(f: Freshness | None) -> str:
-    """Where the time goes, as text (``openmirror status TABLE`` prints it under the report)."""
-    if f is None or not f.known:
-        return "Freshness: unknown, nothing measured yet."
-    width = max(len(name) for name, _, _ in _split(f))
-    lines = [f"Freshness of {f.table}:"]
-    lines += [f"  {k + ':':<16}{v}" for k, v in _facts(f)]
-    lines.append(f"  {'stage':<{width}}  {'latest':>8} {'p50':>8} {'p95':>8} {'files':>6}")
-    for name, fig, _ in _split(f):
-        values = (seconds_text(fig.latest), seconds_text(fig.p50), seconds_text(fig.p95))
-        lines.append(f"  {name:<{width}}  {values[0]:>8} {values[1]:>8} {values[2]:>8} {fig.files:>6,}")
-    return "\n".join(lines)
-
-
 def _figure_cells(figure: FreshnessFigure) -> str:
     values = (seconds_text(figure.latest), seconds_text(figure.p50), seconds_text(figure.p95))
     cells = "".join(f"<td style='text-align:right;padding-right:1em'>{v}</td>" for v in values)
@@ -170,12 +120,12 @@ def freshness_html(f: Freshness | None) -> str:
     if f is None or not f.known:
         return "<div class='om-freshness'><b>Freshness</b> <i>unknown: nothing measured yet.</i></div>"
     colour = missed_colour(f)
-    facts = _facts(f)
+    told = facts(f)
     missed_style = f" style='color:{colour};font-weight:bold'" if colour else ""
     cells = "".join(
         f"<tr><th style='text-align:left;white-space:nowrap;padding-right:1em'>{k}</th>"
         f"<td{missed_style if k == 'goal' else ''}>{html.escape(v)}</td></tr>"
-        for k, v in facts
+        for k, v in told
     )
     head = "".join(
         f"<th style='text-align:{'left' if i == 0 else 'right'};padding-right:1em'>{t}</th>"
@@ -183,7 +133,7 @@ def freshness_html(f: Freshness | None) -> str:
     )
     body = "".join(
         f"<tr class='{cls}'><td style='padding-right:1em'>{html.escape(name)}</td>{_figure_cells(fig)}</tr>"
-        for name, fig, cls in _split(f)
+        for name, fig, cls in split_rows(f)
     )
     spark = history(f, DETAIL_FILES)
     dots = "; · unknown" if None in spark else ""

@@ -90,6 +90,10 @@ class Freshness:
         """Whether anything about the table's freshness is known."""
         return self.age is not None or self.published.files > 0 or bool(self.stages)
 
+    def __str__(self) -> str:
+        """Where the time goes, as text: the facts, then one line per stage."""
+        return split_text(self)
+
     @property
     def text(self) -> str:
         """One line: the age, then the p95 of the applied figure (or the published one)."""
@@ -116,3 +120,61 @@ def seconds_text(value: float | None) -> str:
     if value < 2 * 86400:
         return f"{value / 3600:.1f} h"
     return f"{value / 86400:.0f} d"
+
+
+BOUND_WORDS = {
+    "exact": "exact: when the local mirror applied each file",
+    "upper": (
+        "upper bound: the service's lastSyncDateTime at the first status read that showed the file processed"
+    ),
+}
+SOURCE_WORDS = {
+    "commit": "the source's commit times",
+    "read": "the snapshot's read time",
+    "topic": "Kafka's message times (the source gave no commit time)",
+}
+
+
+def facts(f: Freshness) -> list[tuple[str, str]]:
+    """The detail's facts in words: the age, the goal, the applied figure's bound, the source
+    times and the clock skew."""
+    if f.goal is None:
+        goal = "none set (db.set_freshness_goal)"
+    else:
+        goal = f"{seconds_text(f.goal)}, " + (f"missed: {f.missed}" if f.missed else "met")
+    if f.skew is None:
+        skew = "unknown (source times not corrected)"
+    else:
+        error = f" ± {f.skew_error:.2f} s" if f.skew_error is not None else ""
+        skew = f"{f.skew:+.2f} s{error} (the source's clock minus this machine's; corrected)"
+    return [
+        ("age", seconds_text(f.age) if f.age is not None else "unknown"),
+        ("goal", goal),
+        ("applied figure", BOUND_WORDS.get(f.applied_bound or "", "unknown")),
+        ("source times", SOURCE_WORDS.get(f.source, "unknown")),
+        ("clock skew", skew),
+    ]
+
+
+def split_rows(f: Freshness) -> list[tuple[str, FreshnessFigure, str]]:
+    """The rows of the split: each stage, then the two figures end to end (with their class)."""
+    bound = ", an upper bound" if f.applied_bound == "upper" else ""
+    return [
+        *((s.name, s.figure, "om-stage") for s in f.stages),
+        ("published (source → published)", f.published, "om-total"),
+        (f"applied (source → applied{bound})", f.applied, "om-total"),
+    ]
+
+
+def split_text(f: Freshness | None) -> str:
+    """Where the time goes, as text (``openmirror status TABLE`` prints it under the report)."""
+    if f is None or not f.known:
+        return "Freshness: unknown, nothing measured yet."
+    width = max(len(name) for name, _, _ in split_rows(f))
+    lines = [f"Freshness of {f.table}:"]
+    lines += [f"  {k + ':':<16}{v}" for k, v in facts(f)]
+    lines.append(f"  {'stage':<{width}}  {'latest':>8} {'p50':>8} {'p95':>8} {'files':>6}")
+    for name, fig, _ in split_rows(f):
+        values = (seconds_text(fig.latest), seconds_text(fig.p50), seconds_text(fig.p95))
+        lines.append(f"  {name:<{width}}  {values[0]:>8} {values[1]:>8} {values[2]:>8} {fig.files:>6,}")
+    return "\n".join(lines)

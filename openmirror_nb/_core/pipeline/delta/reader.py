@@ -10,7 +10,7 @@ import numpy as np
 
 from openmirror_nb._core.pipeline.delta.feed import check_feed, plan_feed
 from openmirror_nb._core.pipeline.delta.scan import FileRead, read_files
-from openmirror_nb._core.pipeline.delta.table_log import Version, read_commits
+from openmirror_nb._core.pipeline.delta.table_log import Commit, Version
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -33,11 +33,11 @@ def snapshot_of(spark: SparkSession, at: Version) -> DataFrame:
     return read_files(spark, at.columns, files)
 
 
-def read_changes(spark: SparkSession, start: Version, end: Version) -> DataFrame:
-    """The change data feed after version ``start`` up to ``end``, with ``_change_type``,
-    ``_commit_version`` and ``_commit_timestamp``; raises when there is none over that range
-    (not enabled, or its log or files were cleaned up)."""
-    commits = read_commits(spark, end.root, start.number + 1, end.number)
+def read_changes(spark: SparkSession, start: Version, end: Version, commits: list[Commit]) -> DataFrame:
+    """The change data feed after version ``start`` up to ``end`` (``commits``: the JSON commits
+    between, ``read_commits``), with ``_change_type``, ``_commit_version`` and
+    ``_commit_timestamp``; raises when there is none over that range (not enabled, or its log or
+    files were cleaned up)."""
     check_feed(end.uri, commits, start.config)
     plan = plan_feed(spark, end.root, end.columns, commits)
     cdc = read_files(spark, end.columns, plan.change_files, feed=True, serialized=True, change_files=True)

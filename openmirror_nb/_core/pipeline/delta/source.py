@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import ConfigError, NotSupportedError, SourceError, user_line
@@ -20,7 +22,14 @@ from openmirror_nb._core.pipeline.delta.gone import FeedGone
 from openmirror_nb._core.pipeline.delta.reader import read_changes, snapshot_of
 from openmirror_nb._core.pipeline.delta.schema_check import SourceSchema, held_columns, source_columns
 from openmirror_nb._core.pipeline.delta.spark_log import columns_at
-from openmirror_nb._core.pipeline.delta.table_log import TableRoot, Version, open_version, read_commits
+from openmirror_nb._core.pipeline.delta.table_log import (
+    Commit,
+    TableRoot,
+    Version,
+    open_version,
+    read_commits,
+    read_versions,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,6 +60,7 @@ class DeltaSource:
     reader: DeltaReader
     _versions: dict[int | None, Version] = field(default_factory=dict, compare=False, repr=False)
     _columns: dict[int, TableColumns] = field(default_factory=dict, compare=False, repr=False)
+    _stamps: dict[int, datetime] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def open(cls, uri: str, spark: SparkSession, reader: str = "auto") -> DeltaSource:
@@ -118,10 +128,13 @@ class DeltaSource:
                 start = self._at(after)
             except ConfigError as exc:  # deltalake finds no log of a version before the latest
                 raise FeedGone(f"their log was cleaned up (version {after} is no longer in it)") from exc
-            return read_changes(self.spark, start, self._read(upto))
+            last = self._read(upto)
+            return read_changes(
+                self.spark, start, last, self._kept(read_commits(self.spark, last.root, after + 1, upto))
+            )
         # Spark's reader refuses a range across a column mapping schema change (a drop, a rename):
         # the range is read in stretches of one schema each, every column found by physical name.
-        commits = read_commits(self.spark, TableRoot.of(self.uri), after + 1, upto)
+        commits = self._kept(read_commits(self.spark, TableRoot.of(self.uri), after + 1, upto))
         end = self._field_ids(self.columns(upto))
         stretches, schema, first = [], None, after + 1
         for commit in commits:
@@ -136,6 +149,21 @@ class DeltaSource:
         for frame in frames[1:]:
             out = out.unionByName(frame)
         return out
+
+    def commit_times(self, versions: Iterable[int]) -> dict[int, datetime]:
+        """When each of ``versions`` was committed (``Commit.timestamp``: its in-commit timestamp,
+        else its log file's modification time), from the commits ``changes`` read already, else
+        from those versions' log files alone (one Spark job); raises when one is gone."""
+        wanted = set(versions)
+        missing = wanted - set(self._stamps)
+        if missing:
+            root = TableRoot.of(self.uri) if self.spark_delta else self._at(None).root
+            self._kept(read_versions(self.spark, root, missing))
+        return {v: self._stamps[v] for v in wanted}
+
+    def _kept(self, commits: list[Commit]) -> list[Commit]:
+        self._stamps.update((c.version, c.timestamp) for c in commits)
+        return commits
 
     def schema_at(self, version: int, *, held: int | None, held_at: Any = ()) -> SourceSchema:
         """The source's schema at ``version`` and its columns then, against the columns at

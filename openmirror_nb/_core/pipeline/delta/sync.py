@@ -13,18 +13,33 @@ else by ``pipeline.delta``: the log through ``deltalake``, the Parquet files thr
 (``pipeline.delta.source``; ``SyncResult.reader`` says which). Neither pulls the table or the
 feed into the driver. A feed that is there but fails to read stops the sync (``SourceError``):
 only a feed that is not there is replaced by a diff (``pipeline.delta.gone``).
+
+Each push carries the commit times of the versions it brings (``pipeline.delta.commit_times``),
+for the table's freshness; a sync that finds no new version records that the table was current
+as of when it asked the source (a freshness check).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from openmirror_nb._core.errors import ConfigError, OpenMirrorError, SourceError, scrub, user_line
+from openmirror_nb._core.errors import (
+    ConfigError,
+    LockTimeoutError,
+    OpenMirrorError,
+    SourceError,
+    StorageError,
+    scrub,
+    user_line,
+)
+from openmirror_nb._core.landing_zone.freshness_log import Check, SourceTimes, record_check
 from openmirror_nb._core.landing_zone.lifecycle import settle
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
 from openmirror_nb._core.model import SyncResult
+from openmirror_nb._core.pipeline.delta.commit_times import sync_times
 from openmirror_nb._core.pipeline.delta.gone import feed_gone
 from openmirror_nb._core.pipeline.delta.schema_check import check_source_schema, source_columns
 from openmirror_nb._core.pipeline.delta.source import DeltaSource
@@ -50,10 +65,12 @@ def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> S
         state = home.read_state()
         meta = home.read_metadata()
     held = state.source_version if state and state.source == source.uri else None
+    asked = time.time()  # every commit made before this is in version ``now``
     now = source.version()
     name = str(request.table)
     done = SyncResult(name, source.uri, held, now, "none", reader=source.reader)
     if held is not None and now == held:
+        _current(home, source.uri, now, asked, request.lock_timeout)
         return done
     if held is not None and now < held:
         raise ConfigError(
@@ -75,7 +92,9 @@ def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> S
         feed = replace(marked.feed, convention="cdf", op_column=CDF_OP)
         changes = replace(marked, mode="changes", feed=feed, source_after=held)
         try:
-            pushed = run_push(storage, source.changes(held, now), changes)
+            feed_rows = source.changes(held, now)  # reads the range's commits, and their times
+            changes = replace(changes, source_times=sync_times(source, held, now, asked=asked))
+            pushed = run_push(storage, feed_rows, changes)
         except Exception as exc:  # the feed is not there (found now or mid-job), or a real failure
             why = feed_gone(exc, source.uri)
             if why is None:
@@ -86,9 +105,27 @@ def sync_delta(storage: Storage, source: DeltaSource, request: PushRequest) -> S
             )
         else:
             return replace(done, how="changes", push=pushed)
-    snapshot = replace(marked, source_after=state.source_version if state else None, source_fallback=fallback)
+    snapshot = replace(
+        marked,
+        source_after=state.source_version if state else None,
+        source_fallback=fallback,
+        source_times=sync_times(source, held, now, asked=asked),
+    )
     pushed = run_push(storage, source.snapshot(now), snapshot)
     return replace(done, how="snapshot", fallback=fallback, push=pushed)
+
+
+def _current(home: TableFolder, uri: str, version: int, asked: float, lock_timeout: float) -> None:
+    """A sync that found no new version records that the table was current with its source as of
+    ``asked`` (a freshness check: its age does not grow while the source is idle and synced)."""
+    try:
+        with home.lock(timeout=lock_timeout):
+            state = home.read_state()
+            if state is not None and state.source == uri and state.source_version == version:
+                check = Check(state.last_sequence_number, time.time(), SourceTimes.read_at(asked))
+                record_check(home.storage, home.internal, check)
+    except (LockTimeoutError, StorageError) as exc:  # it only measures: the sync itself is done
+        log.info("Table %s: its freshness check was not recorded: %s", home.ref, user_line(exc))
 
 
 def _failed(exc: Exception, uri: str, held: int, now: int) -> Exception:

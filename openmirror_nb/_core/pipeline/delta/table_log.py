@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -103,7 +104,13 @@ def check_readable(uri: str, reader_version: int, features: Any) -> None:
 
 def read_commits(spark: SparkSession, root: TableRoot, first: int, last: int) -> list[Commit]:
     """The JSON commits ``first..last``; raises when one is gone (its log was cleaned up)."""
-    wanted = {v: root.locate(f"_delta_log/{v:020d}.json") for v in range(first, last + 1)}
+    return read_versions(spark, root, range(first, last + 1))
+
+
+def read_versions(spark: SparkSession, root: TableRoot, versions: Iterable[int]) -> list[Commit]:
+    """The JSON commits of ``versions`` (in one Spark job), in version order; raises when one is
+    gone."""
+    wanted = {v: root.locate(f"_delta_log/{v:020d}.json") for v in sorted(set(versions))}
     found = fetch_files(spark, list(wanted.values()))
     commits = []
     for version, (_, key) in wanted.items():
