@@ -3,7 +3,9 @@ chain: PostgreSQL with logical decoding, Kafka Connect with Debezium's connector
 ``db.cdc_connector``, the session's broker, the stream. The source is written to throughout: before
 the connector, between the slot and the first loads, while the stream runs. After the drain (the
 applied position past ``pg_current_wal_lsn()`` read once the writes stopped), every table equals
-PostgreSQL, the keyless one as a multiset."""
+PostgreSQL, the keyless one as a multiset. The stream's files carry their changes' commit times,
+Kafka times and the server's measured clock skew (``_openmirror/freshness.json``), and each batch
+records how far it read the source (``_openmirror/streams/<query>.freshness.json``)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ from decimal import Decimal
 import pytest
 
 import openmirror_nb as om
+from openmirror_nb._core.landing_zone.freshness_log import FileFreshness, read_log
+from openmirror_nb._core.landing_zone.stream_freshness import read_query
+from openmirror_nb._core.landing_zone.table_folder import TableFolder
+from openmirror_nb._core.model import TableRef
 from tests.kafka_connect import KafkaConnect, missing
 from tests.sources.postgres import PASSWORD, SUPERUSER, start_server
 
@@ -111,6 +117,7 @@ def test_a_database_goes_from_nothing_to_live_and_equals_postgresql(spark, kafka
             )
             live = _drain(db, pg, plan, kafka, tmp_path, cdc)
             assert all(r.status == "unchanged" for r in live.loaded.tables)  # loaded once only
+            _assert_freshness_recorded(db, live)
             assert PASSWORD not in connect.log.read_text(encoding="utf-8", errors="replace")
 
             # the source's schema changes: an added column flows; a type change stops its table only
@@ -147,6 +154,13 @@ def test_a_database_goes_from_nothing_to_live_and_equals_postgresql(spark, kafka
     assert Decimal(db.read_table("shop.orders").where("id = 1").first()["total"]) == Decimal("1.125")
     assert db.describe("shop.orders").source_position is not None
     assert any(n.startswith(f"replication slot {prefix} retains ") for n in db.status().notes)
+    for table in ("shop.customers", "shop.events"):  # applied by the local mirror now
+        fresh = db.status()[table].freshness
+        assert fresh is not None and fresh.source == "commit" and fresh.skew is not None, fresh
+        assert fresh.published.p50 is not None and fresh.published.p50 > 0, fresh
+        assert fresh.applied.p50 is not None and fresh.applied.p50 >= fresh.published.p50, fresh
+        # the heartbeat's batch marks keep it young; a bound, not a figure: the machine is shared
+        assert fresh.age is not None and 0 <= fresh.age < 600, fresh
 
 
 def _drain(db, pg, plan, kafka, tmp_path, cdc):
@@ -173,3 +187,37 @@ def _pass(db, plan, kafka, tmp_path, cdc):
     )
     live.await_termination(timeout=600)
     return live
+
+
+def _stream_files(db, table: str) -> list[FileFreshness]:
+    """The table's published files whose summaries carry commit times (the stream's; a first
+    load's carry its read time)."""
+    found = read_log(db.storage, TableFolder(db.storage, TableRef.parse(table)).internal)
+    return [f for f in found.files if f.source is not None and f.source.kind == "commit"]
+
+
+def _assert_freshness_recorded(db, live):
+    """Each table's stream files: commit times in order, on the measured clock (this machine's:
+    skew about 0), reaching Kafka after the commit and published after that; and the batch marks:
+    the newest commit seen (the heartbeat table's among them) and every table's last file."""
+    newest = 0.0
+    for table in ("shop.orders", "shop.customers", "shop.events"):
+        files = _stream_files(db, table)
+        assert files, f"{table}: no published file carries commit times"
+        for f in files:
+            s = f.source
+            assert s is not None and s.oldest <= s.newest, f
+            assert s.topic_oldest is not None and s.topic_newest is not None, f
+            assert s.topic_oldest >= s.local(s.oldest) - 1 and s.topic_newest >= s.local(s.newest) - 1, f
+            assert s.skew is not None and s.skew_error is not None and s.skew_error < 0.5, f
+            assert abs(s.skew) <= s.skew_error + 1, f  # one machine: the same clock
+            assert s.topic_newest - 1 <= f.published <= time.time(), f
+            newest = max(newest, s.newest)
+    marks = read_query(db.storage, str(live.stream.query.id))
+    assert marks, "no batch mark under _openmirror/streams/"
+    last = marks[-1]
+    assert last.source.kind == "commit" and last.source.skew is not None, last
+    assert last.source.newest >= newest - 1, last  # the heartbeat's commit is the newest
+    for table in ("shop.orders", "shop.customers", "shop.events"):
+        state = TableFolder(db.storage, TableRef.parse(table)).read_state()
+        assert state is not None and last.tables[table] == state.last_sequence_number, (table, last)

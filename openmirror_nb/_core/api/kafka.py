@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from openmirror_nb._core.streaming.kafka_source import EventHubs, Kafka
+    from openmirror_nb._core.streaming.source_times import SourceClock
     from openmirror_nb._core.streaming.stream import MirrorStream
 
 
@@ -55,7 +56,12 @@ class KafkaStreams(DatabaseBase):
         files, so a batch Spark replays after a crash publishes nothing twice; a value that does
         not parse (or a null one) stops the batch before anything of it is published, named by
         topic, partition and offset; offsets the checkpoint needs that are gone from a topic stop
-        the query (``failOnDataLoss`` is on): nothing is skipped silently.
+        the query (``failOnDataLoss`` is on): nothing is skipped silently. Each published file
+        records when its changes happened (Debezium's ``source.ts_ms``, a snapshot's reads left
+        out; for JSON rows, their Kafka times) for ``db.status()``'s freshness, and each batch how
+        far it read, so that an idle table's age stays small (not with ``max_offsets_per_trigger``
+        or a DataFrame you built: a batch may stop short of a topic's end). The source's clock
+        skew is unknown here; ``db.mirror_plan`` measures it.
 
         Args:
             source: ``om.Kafka(bootstrap_servers=..., topics=...)``,
@@ -135,6 +141,7 @@ class KafkaStreams(DatabaseBase):
         *,
         markers: frozenset[str],
         missing_ok: bool,
+        clock: SourceClock | None = None,
         checkpoint: str | os.PathLike[str],
         trigger: str = "available_now",
         tables: Mapping[str, str] | None = None,
@@ -153,7 +160,9 @@ class KafkaStreams(DatabaseBase):
     ) -> MirrorStream:
         """``mirror_kafka``, with ``markers``: topics whose events only move the source positions
         the stream records (``streaming.positions``), mirrored nowhere (``db.mirror_plan``'s
-        heartbeat table); ``missing_ok``: topics are read once they exist (``read_kafka``)."""
+        heartbeat table); ``missing_ok``: topics are read once they exist (``read_kafka``); ``clock``:
+        the source's clock against this machine's, as measured while the stream runs (``None``:
+        unknown, as for any Kafka source alone)."""
         from openmirror_nb._core.landing_zone.stream_lags import save_lag
         from openmirror_nb._core.pipeline.push.request import PushRequest
         from openmirror_nb._core.progress import resolve
@@ -221,6 +230,10 @@ class KafkaStreams(DatabaseBase):
             routes=routes,
             where=where,
             markers=markers,
+            clock=clock,
+            # a batch of at most so many messages may stop short of a topic's end, so it cannot
+            # prove an idle table current (a DataFrame the user built may have such a limit)
+            limited=max_offsets_per_trigger is not None or not isinstance(source, Kafka | EventHubs),
         )
         sink = BatchSink(self.storage, None, router, progress=resolve(progress))
         # the lag is saved after each batch by a listener, and once more when the query ends

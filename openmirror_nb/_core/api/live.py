@@ -8,10 +8,8 @@ from __future__ import annotations
 import html
 import logging
 import os
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from openmirror_nb._core.api.kafka import KafkaStreams
 from openmirror_nb._core.api.running import Running
@@ -156,6 +154,10 @@ class LivePlans(KafkaStreams, Running):
            inserts); a table skips the events at or below the source position it holds, which its
            batches commit with its files, so the events Kafka Connect sends again after a crash are
            applied once.
+        5. While it runs, the WAL the slot retains and the server's clock against this machine's
+           (``clock_timestamp()``, within half a round trip) are measured over JDBC as it starts and
+           after a batch at most once a minute; each file's commit times carry that skew
+           (``db.status()``'s freshness), unknown when it could not be measured.
 
         Args:
             plan: From ``db.plan_sources(om.Jdbc(...), strategy="cdc")`` or ``om.load_plan``.
@@ -181,9 +183,11 @@ class LivePlans(KafkaStreams, Running):
             >>> live = db.mirror_plan(plan, kafka=om.Kafka(bootstrap_servers="broker:9092"),
             ...                       checkpoint="Files/checkpoints/erp", trigger="1 minute")
         """
+        from openmirror_nb._core.api.live_watch import SourceWatch, watch_slot
         from openmirror_nb._core.runtime import get_spark
         from openmirror_nb._core.sources.cdc_plan import cdc_entries, cdc_source
-        from openmirror_nb._core.sources.pg_cdc import Cdc, check_cdc, retained_wal
+        from openmirror_nb._core.sources.pg_cdc import Cdc, check_cdc
+        from openmirror_nb._core.sources.pg_clock import measure_source
         from openmirror_nb._core.streaming.kafka_source import EventHubs, Kafka
 
         if not isinstance(kafka, Kafka | EventHubs):
@@ -219,12 +223,16 @@ class LivePlans(KafkaStreams, Running):
                 "table is loaded: fix it and run db.mirror_plan again (loaded tables are not loaded twice)."
             )
         topics = {e.topic: e.planned.table for e in entries}
+        # measured before the stream, whose first batches put the clock's skew in their pushes
+        watch = SourceWatch(lambda: measure_source(spark, source, cdc.slot), cdc.slot)
+        retained = watch.take()
         parts = cdc.heartbeat_parts
         markers = frozenset({cdc.topic(*parts)} if parts else set())
         stream = self._kafka_mirror(
             replace(kafka, topics=[*topics, *markers]),
             markers=markers,
             missing_ok=True,  # Debezium makes a table's topic at its first change
+            clock=watch.clock,
             checkpoint=checkpoint,
             trigger=trigger,
             tables=topics,
@@ -236,65 +244,5 @@ class LivePlans(KafkaStreams, Running):
             parallel=parallel,
             progress=progress,
         )
-        _watch_slot(
-            self.storage, stream, spark, measure=lambda: retained_wal(spark, source, cdc.slot), cdc=cdc
-        )
+        watch_slot(self.storage, stream, spark, watch=watch, cdc=cdc, retained=retained)
         return LivePlan(loaded, check, stream, topics, self.storage)
-
-
-SLOT_EVERY = 60.0  # seconds between two measures of the slot's WAL while a stream runs
-
-
-def _watch_slot(
-    storage: Storage, stream: MirrorStream, spark: Any, *, measure: Callable[[], int | None], cdc: Cdc
-) -> None:
-    """Save the WAL the slot retains now, after a batch at most every ``SLOT_EVERY`` seconds, and
-    when the stream ends (``db.status()`` shows the last: ``landing_zone.slot_wal``)."""
-    from pyspark.sql.streaming.listener import StreamingQueryListener
-
-    from openmirror_nb._core.landing_zone.slot_wal import save_slot_wal
-
-    query = str(stream.query.id)
-    last = [0.0]
-
-    def save() -> None:
-        try:
-            retained = measure()
-            if retained is not None:
-                save_slot_wal(
-                    storage,
-                    query=query,
-                    slot=cdc.slot,
-                    retained=retained,
-                    threshold=cdc.slot_wal_warning_bytes,
-                )
-        except Exception as exc:  # the figure is advice: a stream never stops for it
-            log.warning("Could not measure the WAL replication slot %s retains: %s", cdc.slot, exc)
-        last[0] = time.monotonic()
-
-    class SlotListener(StreamingQueryListener):
-        def onQueryStarted(self, event: Any) -> None:
-            pass
-
-        def onQueryProgress(self, event: Any) -> None:
-            if str(event.progress.id) == query and time.monotonic() - last[0] >= SLOT_EVERY:
-                save()
-
-        def onQueryIdle(self, event: Any) -> None:
-            pass
-
-        def onQueryTerminated(self, event: Any) -> None:
-            pass
-
-    listener = SlotListener()
-    spark.streams.addListener(listener)
-    save()
-    before = stream.on_end
-
-    def ended() -> None:
-        spark.streams.removeListener(listener)
-        save()
-        if before is not None:
-            before()
-
-    stream.on_end = ended

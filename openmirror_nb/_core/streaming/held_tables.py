@@ -121,7 +121,14 @@ class Holding:
                 for b in sorted(record.batches)
             ]
             if uris:
-                kept = df.sparkSession.read.parquet(*uris).select(*df.columns)
+                found = df.sparkSession.read.parquet(*uris)
+                # kept without their Kafka time: NULL there, so only the batch's own count
+                kept = found.select(
+                    *(
+                        F.col(c) if c in found.columns else F.lit(None).cast(df.schema[c].dataType).alias(c)
+                        for c in df.columns
+                    )
+                )
                 out = out.unionByName(kept.withColumn(KEPT, F.lit(True)))
         return out
 

@@ -9,12 +9,14 @@ named by topic, partition and offset, before any table publishes, as do the Debe
 mirror cannot apply. Then the routed sink's checks and its exactly-once application per table run
 as for any routed stream (``route``). A Debezium table skips the events at or below the source
 position it holds (``positions``); one a schema change stopped has its messages kept, not applied,
-until it is reseeded (``held_tables``)."""
+until it is reseeded (``held_tables``). Each push carries when its changes happened, and each batch
+records how far the stream read its source (``source_times``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import (
@@ -26,10 +28,11 @@ from openmirror_nb._core.errors import (
 )
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.table_folder import TableFolder
-from openmirror_nb._core.streaming import debezium_rows, json_rows, positions
+from openmirror_nb._core.streaming import debezium_rows, json_rows, positions, source_times
 from openmirror_nb._core.streaming.held_tables import Holding
 from openmirror_nb._core.streaming.kafka_failures import kafka_failure
 from openmirror_nb._core.streaming.route import ApplyOne, Router
+from openmirror_nb._core.streaming.source_times import TIMESTAMP, LastSequences, SourceClock
 from openmirror_nb._core.streaming.topic_shapes import (
     DEBEZIUM,
     IGNORED,
@@ -66,6 +69,10 @@ class TopicRouter(Router):
     recorded: dict[str, dict[str, str]] = field(default_factory=dict)  # per query: topic -> shape
     where: str = "Kafka"  # the source, as a message names it
     markers: frozenset[str] = frozenset()  # topics whose events only move the positions recorded
+    clock: SourceClock | None = None  # the source's clock against this machine's, if measured
+    # a batch may stop short of a topic's end (maxOffsetsPerTrigger): it proves no idle table current
+    limited: bool = False
+    sequences: LastSequences = field(default_factory=LastSequences)
 
     def apply(self, df: DataFrame, batch: StreamBatch, apply_one: ApplyOne) -> None:
         """Parse and check every topic's messages, then check and apply each table's rows."""
@@ -73,8 +80,11 @@ class TopicRouter(Router):
         # for each of the batch's many small jobs. Fewer partitions of the batch, read once (parsed
         # and kept, ``_parse``), cost less; a key's order is by its partition and offset columns, not
         # by where its row lies.
+        from pyspark.sql import functions as F
+
         tasks = df.sparkSession.sparkContext.defaultParallelism
-        df = df.select(*KAFKA_COLUMNS).coalesce(max(1, tasks))
+        stamp = F.col(TIMESTAMP) if TIMESTAMP in df.columns else F.lit(None).cast("timestamp")
+        df = df.select(*KAFKA_COLUMNS, stamp.alias(TIMESTAMP)).coalesce(max(1, tasks))
         try:
             self._apply(df, batch, apply_one)
         except Exception as exc:
@@ -148,11 +158,22 @@ class TopicRouter(Router):
             return True
 
         checked = self._check(parts, batch, aside)
-        self._apply_all([(p, q, checked.get(t)) for t, (p, q) in parts.items()], apply_one)
+        timed = {t: source_times.times_of(batches[t].times, self.clock) for t in parts}
+        self._apply_all(
+            [(p, replace(q, source_times=timed[t]), checked.get(t)) for t, (p, q) in parts.items()], apply_one
+        )
         holding.applied()
         held = holding.held_topics()
         applied = {t: b.position for t, b in batches.items() if b.position is not None and t not in held}
         positions.save_positions(self.storage, batch.query, applied)
+        if not self.limited:
+            self._mark(batch, batches, held, pushed={str(q.table) for _, q in parts.values()})
+
+    def _mark(self, batch: StreamBatch, batches: Batches, held: set[str], pushed: set[str]) -> None:
+        """Record how far the batch read the source, for every table but the stopped ones."""
+        tables = [r.table for t, r in sorted(self.routes.items()) if t not in held]
+        sequences = partial(self.sequences.after, self.storage, tables, pushed)
+        source_times.record(self.storage, batch, [b.times for b in batches.values()], self.clock, sequences)
 
     def _keyed(self, found: TopicBatch, route: TopicTable) -> bool:
         return bool(route.keys or found.key_names() or self._keys(route))

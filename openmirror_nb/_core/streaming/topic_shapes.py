@@ -5,9 +5,9 @@ registry's framing: a zero byte, then the schema's id) is refused: no registry i
 
 ``probe`` adds, per message, what the batch's one checking job needs (``PROBE``): the message's
 shape, its operation, the Connect schema it carries, its key's fields, whether it holds
-Debezium's placeholder for an unchanged TOASTed value, and its source position. Each value is
-parsed for that by ``json_tuple`` (the top-level fields only), in a wrapped event its payload's once
-more, and the event's ``source`` once.
+Debezium's placeholder for an unchanged TOASTed value, its source position, and the times of a
+change (``source_times``). Each value is parsed for that by ``json_tuple`` (the top-level fields
+only), in a wrapped event its payload's once more, and the event's ``source`` once.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 from openmirror_nb._core.errors import ChangeFeedError
 from openmirror_nb._core.landing_zone.names import INTERNAL_FOLDER
 from openmirror_nb._core.storage.base import Storage
+from openmirror_nb._core.streaming import source_times
 from openmirror_nb._core.streaming.positions import Position, of_row, position
+from openmirror_nb._core.streaming.source_times import TopicTimes
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -64,7 +66,8 @@ def save_shapes(storage: Storage, query: str, shapes: dict[str, str]) -> None:
 
 
 def probe(df: DataFrame) -> DataFrame:
-    """``df`` (Spark's Kafka columns) with ``text`` (the value as text) and the ``PROBE`` columns."""
+    """``df`` (Spark's Kafka columns) with ``text`` (the value as text), the ``PROBE`` columns and
+    a change's times (``source_times.probe_columns``)."""
     from pyspark.sql import functions as F
 
     top = ("schema", "payload", "op", "source", "status", "id")
@@ -73,7 +76,7 @@ def probe(df: DataFrame) -> DataFrame:
     )
     inner = ("op", "source", "status")
     out = out.select("*", F.json_tuple("_t_payload", *inner).alias(*[f"_w_{n}" for n in inner]))
-    at = ("sequence", "snapshot")
+    at = ("sequence", "snapshot", "ts_ms")
     source = F.coalesce("_w_source", "_t_source")
     out = out.select("*", F.json_tuple(source, *at).alias(*[f"_s_{n}" for n in at]))
     wrapped = F.col("_t_schema").isNotNull() & F.col("_t_payload").isNotNull()
@@ -95,19 +98,18 @@ def probe(df: DataFrame) -> DataFrame:
     )
     plain_key = F.to_json(F.map_keys(F.from_json(key, "map<string,string>")))
     key_fields = F.when(wrapped, F.coalesce(key_schema, F.lit("[]"))).otherwise(plain_key)
+    op, debezium = F.coalesce("_w_op", "_t_op"), shape.isin(*DEBEZIUM)
     return out.select(
         *df.columns,
         "text",
         shape.alias(SHAPE),
-        F.coalesce("_w_op", "_t_op").alias(OP),
+        op.alias(OP),
         F.when(wrapped, F.get_json_object("_t_schema", "$.fields")).alias(SCHEMA),
         F.when(F.col("key").isNotNull(), key_fields).alias(KEY_FIELDS),
         F.col("text").contains(PLACEHOLDER).alias(UNAVAILABLE),
-        F.when(
-            shape.isin(*DEBEZIUM),
-            position(F.col("_s_sequence"), F.col("_s_snapshot"), F.coalesce("_w_op", "_t_op")),
-        ).alias(POSITION),
-        (shape.isin(*DEBEZIUM) & (F.lower(F.col("_s_snapshot")) == "first")).alias(SNAPSHOT_START),
+        F.when(debezium, position(F.col("_s_sequence"), F.col("_s_snapshot"), op)).alias(POSITION),
+        (debezium & (F.lower(F.col("_s_snapshot")) == "first")).alias(SNAPSHOT_START),
+        *source_times.probe_columns(debezium, shape == JSON, op, F.col("_s_snapshot"), "_s_ts_ms"),
     )
 
 
@@ -133,6 +135,7 @@ def aggregates() -> list[Column]:
         F.min(F.when(F.col(SNAPSHOT_START), at)).alias("snapshot_at"),
         F.count(F.when(F.col(SNAPSHOT_START), 1)).alias("snapshots"),
         F.max(POSITION).alias("position"),
+        *source_times.aggregates(),
     ]
 
 
@@ -165,6 +168,7 @@ def gather(probed: DataFrame, *, first: Mapping[str, Column], count: Mapping[str
             F.collect_list(F.when(F.col("position").isNotNull(), F.struct("partition", "position"))).alias(
                 "positions"
             ),
+            *source_times.combined(),
         )
         .collect()
     )
@@ -188,6 +192,7 @@ class TopicBatch:
     snapshot_at: tuple[int, int] | None = None  # the first event of a Debezium snapshot
     snapshots: int = 0  # snapshots begun in the batch
     positions: Mapping[int, Position] = field(default_factory=dict)  # per partition, the highest
+    times: TopicTimes = field(default_factory=TopicTimes)  # when its changes happened (``source_times``)
 
     @property
     def position(self) -> Position | None:
@@ -218,6 +223,7 @@ class TopicBatch:
             pos(row["snapshot_at"]),
             int(row["snapshots"] or 0),
             {int(p["partition"]): found for p in row["positions"] if (found := of_row(p["position"]))},
+            TopicTimes.of(row),
         )
 
     def where(self, at: tuple[int, int] | None) -> str:

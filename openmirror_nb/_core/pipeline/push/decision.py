@@ -114,8 +114,13 @@ def decide(
 def push_times(request: PushRequest, *, started: float) -> SourceTimes | None:
     """When the push's changes happened at the source, for its files' freshness summaries: as
     the request says, else, for a snapshot, its start (a DataFrame is read while it is pushed, so
-    nothing the source committed before then is missing); a change feed's are unknown."""
-    return request.source_times or (SourceTimes.read_at(started) if request.mode == "snapshot" else None)
+    nothing the source committed before then is missing); a change feed's, a stream batch's and an
+    append's are unknown (Debezium's snapshot reads of a keyless table, for one, are left out)."""
+    if request.source_times is not None:
+        return request.source_times
+    # a stream's batch and an append are no snapshot read: their times are what the stream says
+    read = request.mode == "snapshot" and request.stream is None and not request.append
+    return SourceTimes.read_at(started) if read else None
 
 
 def published_rows(stats: stage.StagedStats, mode: PushMode, *, first: bool) -> dict[str, int]:
