@@ -67,9 +67,15 @@ def figures(values: list[float]) -> dict[str, Any]:
     }
 
 
+def name(db: Any, table: str) -> str:
+    """The mirrored table of a pgbench table (the plan's target schema may be any)."""
+    return next(t for t in db.tables() if t.split(".")[-1] == table)
+
+
 def ages(db: Any) -> dict[str, float | None]:
     report = db.status()
-    return {t: (report[f"public.{t}"].freshness or om.Freshness(table=t)).age for t in TABLES}
+    found = {t.table.split(".")[-1]: t.freshness for t in report.tables}
+    return {t: (found.get(t) or om.Freshness(table=t)).age for t in TABLES}
 
 
 def drain(pg: Any, live: Any, stopped_at: float) -> float:
@@ -114,7 +120,7 @@ def step(pg: Any, bench: Pgbench, db: Any, live: Any, *, rate: int, window: floa
     per_table, published, applied = {}, [], []
     stages: dict[str, dict[str, Any]] = {}
     for t in TABLES:
-        found = db.freshness(f"public.{t}")
+        found = db.freshness(name(db, t))
         mine = [p for p in found.history if began <= p.published_at <= ended]
         pub = [p.published for p in mine if p.published is not None]
         app = [p.applied for p in mine if p.applied is not None]
