@@ -197,11 +197,21 @@ def retained_wal(spark: SparkSession, source: Jdbc, slot: str) -> int | None:
     """
     conn = _connect(spark, source)
     try:
+        return slot_retained(conn, source, slot)
+    finally:
+        conn.close()
+
+
+def slot_retained(conn: Any, source: Jdbc, slot: str) -> int | None:
+    """``retained_wal`` on an open connection (``conn``, of ``source``).
+
+    Raises:
+        ConfigError: the slot cannot be read.
+    """
+    try:
         found = _slot(conn, slot)
     except Exception as exc:
         raise _failure(exc, source, connected=True) from None
-    finally:
-        conn.close()
     return None if found is None else found[3]
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from openmirror_nb._core.errors import user_line
-from openmirror_nb._core.sources.jdbc_meta import _connect, _failure
-from openmirror_nb._core.sources.pg_cdc import _slot
+from openmirror_nb._core.sources.jdbc_meta import _connect
+from openmirror_nb._core.sources.pg_cdc import slot_retained
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,10 +85,6 @@ def measure_source(spark: SparkSession, source: Jdbc, slot: str) -> tuple[int | 
     conn = _connect(spark, source)
     try:
         skew = _skew_or_none(conn, source)
-        try:
-            found = _slot(conn, slot)
-        except Exception as exc:
-            raise _failure(exc, source, connected=True) from None
+        return slot_retained(conn, source, slot), skew
     finally:
         conn.close()
-    return None if found is None else found[3], skew

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from openmirror_nb._core.status.render import ago
+
 # The stages a change goes through, in order; a change that came through no Kafka topic has one
 # stage before the landing zone (SOURCE_TO_PUBLISHED) instead of the first two.
 SOURCE_TO_TOPIC = "source → topic"
@@ -108,18 +110,11 @@ class Freshness:
 
 
 def seconds_text(value: float | None) -> str:
-    """A duration in words for a cell: ``-`` when unknown."""
+    """A duration in words for a cell: tenths below 10 s, else as ``ago`` says it; ``-`` when
+    unknown."""
     if value is None:
         return "-"
-    if value < 10:
-        return f"{value:.1f} s"
-    if value < 120:
-        return f"{value:.0f} s"
-    if value < 7200:
-        return f"{value / 60:.0f} min"
-    if value < 2 * 86400:
-        return f"{value / 3600:.1f} h"
-    return f"{value / 86400:.0f} d"
+    return f"{value:.1f} s" if value < 10 else ago(value)
 
 
 BOUND_WORDS = {
