@@ -161,7 +161,7 @@ def test_the_plan_shows_as_text_html_and_pandas(erp_plan):
     frame = erp_plan.to_pandas()
     assert list(frame.columns) == [
         "source", "table", "keys", "key_origin", "strategy", "watermark", "detect_deletes", "enabled", "rows",
-        "problems", "feed", "notes", "types",
+        "problems", "feed", "notes", "types", "freshness_goal",
     ]  # fmt: skip
     row = frame.set_index("source").loc["order_lines"]
     assert row["keys"] == ["order_id", "line_no"] and row["problems"] == [] and row["rows"] == 4

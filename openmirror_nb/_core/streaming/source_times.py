@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from openmirror_nb._core.identifiers import quoted
 from openmirror_nb._core.landing_zone.freshness_log import SourceTimes
 from openmirror_nb._core.landing_zone.push_state import StreamBatch
 from openmirror_nb._core.landing_zone.stream_freshness import BatchMark, record_batch
@@ -47,8 +48,8 @@ def probe_columns(debezium: Column, plain: Column, op: Column, snapshot: Column,
     from pyspark.sql import functions as F
 
     change = debezium & ~op.eqNullSafe("r") & (snapshot.isNull() | (F.lower(snapshot) == "false"))
-    ms = F.expr(f"try_cast(`{ts_ms}` AS BIGINT)")
-    kafka = F.expr(f"unix_micros(`{TIMESTAMP}`)")
+    ms = F.expr(f"try_cast({quoted(ts_ms)} AS BIGINT)")
+    kafka = F.expr(f"unix_micros({quoted(TIMESTAMP)})")
     return [F.when(change, ms).alias(SOURCE_MS), F.when(change | plain, kafka).alias(TOPIC_US)]
 
 
