@@ -1,9 +1,9 @@
 """How fresh each published file was, kept beside the table (``_openmirror/freshness.json``).
 
-A push that knows when its changes happened at the source (``SourceTimes``: Debezium's
-``source.ts_ms``, a Delta commit's timestamp, a snapshot's read time) records, per landing-zone
-file it publishes, those times and when the file was published; a push that found nothing to
-publish records that the table was current as of its read (a *check*). The log is small and
+Every push records, per landing-zone file it publishes, when the file was published and, when it
+knows them, when its changes happened at the source (``SourceTimes``: Debezium's
+``source.ts_ms``, a Delta commit's timestamp, a snapshot's read time); a push that found nothing
+to publish records that the table was current as of its read (a *check*). The log is small and
 rolling (the newest ``KEEP_FILES`` files, ``KEEP_CHECKS`` checks); it lives in the table folder's
 ``_openmirror/``, so a drop ends it with the table, and no column is added to the mirrored table.
 
@@ -82,7 +82,8 @@ class SourceTimes:
 
 @dataclass(frozen=True)
 class FileFreshness:
-    """One published landing-zone file: its number, name, rows and when it was published."""
+    """One published landing-zone file: its number, its name, when it was published and the
+    source times of the push that published it (``None``: unknown)."""
 
     sequence: int
     name: str
@@ -93,7 +94,8 @@ class FileFreshness:
 @dataclass(frozen=True)
 class Check:
     """The table was current with its source as of ``source`` once file ``through`` is applied:
-    a push that found nothing new, or a stream batch with nothing for the table."""
+    a push that found nothing new (an unchanged snapshot or plan run, a Delta sync with no new
+    version). A stream's batches say the same in ``stream_freshness.BatchMark``."""
 
     through: int
     at: float
